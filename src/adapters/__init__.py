@@ -1,0 +1,1 @@
+"""Adapters: one sub-package per technology, each implementing core ports."""

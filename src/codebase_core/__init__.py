@@ -1,0 +1,1 @@
+"""codebase-mcp domain: models, ports, services and errors (stdlib + pydantic only)."""

@@ -1,0 +1,103 @@
+"""Domain errors. Each carries a stable machine-readable ``code`` that clients see."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CoreError(Exception):
+    """Root of every error the domain raises; ``code`` is stable on the wire."""
+
+    code: ClassVar[str] = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class ValidationFailed(CoreError):
+    """A field breaks a rule; the message names the field, the value and the rule."""
+
+    code = "VALIDATION_ERROR"
+
+    def __init__(self, field: str, value: Any, rule: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"{field}={shown}: {rule}", field=field)
+        self.field = field
+
+
+class InvalidLimit(CoreError):
+    """A limit outside its allowed range."""
+
+    code = "INVALID_LIMIT"
+
+    def __init__(self, value: int, low: int, high: int, field: str = "limit") -> None:
+        super().__init__(
+            f"{field.capitalize()} must be between {low} and {high}, got {value}", field=field
+        )
+
+
+class InvalidStatus(CoreError):
+    """An unknown task status, or a transition the state machine forbids."""
+
+    code = "INVALID_STATUS"
+
+
+class TaskNotFound(CoreError):
+    """No task has the given id."""
+
+    code = "TASK_NOT_FOUND"
+
+
+class JobNotFound(CoreError):
+    """No job has the given id."""
+
+    code = "JOB_NOT_FOUND"
+
+
+class RepositoryNotFound(CoreError):
+    """No indexed repository has the given id or path."""
+
+    code = "REPOSITORY_NOT_FOUND"
+
+
+class DuplicateJob(CoreError):
+    """An active job already covers that repository."""
+
+    code = "DUPLICATE_JOB"
+
+
+class StoreUnavailable(CoreError):
+    """The database is unreachable, timed out, or failed."""
+
+    code = "DATABASE_ERROR"
+
+
+class EmbedderUnavailable(CoreError):
+    """The embedding server or model cannot be used."""
+
+    code = "EMBEDDER_UNAVAILABLE"
+
+
+class ModelMismatch(CoreError):
+    """A repository indexed with one embedding model is used with another."""
+
+    code = "MODEL_MISMATCH"
+
+
+class Cancelled(CoreError):
+    """Long work stopped because its cancellation token was set."""
+
+    code = "CANCELLED"
+
+
+class FileUnreadable(CoreError):
+    """One file could not be read or decoded; indexing records it and goes on."""
+
+    code = "FILE_UNREADABLE"

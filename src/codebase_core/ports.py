@@ -1,0 +1,225 @@
+"""Ports: the protocols the domain talks to. Adapters implement them; services depend on them.
+
+Every I/O port is async. ``Chunker`` and ``TokenCounter`` are synchronous because they are pure
+CPU work over a string: making them coroutines would only add scheduling overhead per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from codebase_core.models import (
+    Chunk,
+    ChunkDraft,
+    Repository,
+    ScanResult,
+    ScoredChunk,
+    SearchFilters,
+    SourceFile,
+    Task,
+    TaskPage,
+    TaskStatus,
+)
+
+
+class IndexedFile(Protocol):
+    """What ``ChunkStore.replace_files`` stores for one file (see ``services.indexing``)."""
+
+    @property
+    def file(self) -> SourceFile: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def chunks(self) -> Sequence[Chunk]: ...
+    @property
+    def vectors(self) -> Sequence[Sequence[float]] | None: ...
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    """Repositories, their files' indexed snapshots, chunks, vectors and the embedding cache.
+
+    Contract:
+    - ``replace_files`` replaces, for each file given, every chunk and the stored text of that
+      file in one atomic step: a concurrent reader sees the old chunks or the new, never a mix.
+      ``vectors`` is None (lexical only) or holds one vector per chunk, in order.
+    - ``vector_search`` ranks chunks that have vectors by cosine similarity (score in [-1, 1]),
+      descending, ties by (file_path, start_line); it returns the top ``limit`` passing
+      ``filters`` and the count of all chunks with vectors that pass them.
+    - ``lexical_search`` ranks by BM25 (``codebase_core.lexical``: same analyser, k1 and b;
+      document statistics over every chunk in the store) the chunks containing at least one
+      of ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the
+      count of all chunks passing the filters that contain a term.
+    - Unknown repository ids raise ``RepositoryNotFound`` where a method takes one to act on;
+      infrastructure failures raise ``StoreUnavailable``.
+    """
+
+    async def save_repository(self, repository: Repository) -> None:
+        """Insert or replace a repository's metadata (keyed by id)."""
+        ...
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        """The repository with this id; ``RepositoryNotFound`` otherwise."""
+        ...
+
+    async def find_repository(self, path: str) -> Repository | None:
+        """The repository rooted at this absolute path, if indexed."""
+        ...
+
+    async def list_repositories(self) -> list[Repository]:
+        """Every repository, by name then id."""
+        ...
+
+    async def delete_repository(self, repository_id: str) -> None:
+        """Remove a repository with all its files and chunks; ``RepositoryNotFound`` if absent."""
+        ...
+
+    async def file_hashes(self, repository_id: str) -> dict[str, str]:
+        """Indexed files of a repository: relative path to content hash."""
+        ...
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        """Atomically replace each file's text and chunks (and vectors)."""
+        ...
+
+    async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
+        """Remove files and their chunks; returns how many files were removed."""
+        ...
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        """The indexed snapshot text of the given files (missing ones are left out)."""
+        ...
+
+    async def chunks(self, repository_id: str) -> list[Chunk]:
+        """Every chunk of a repository, by (file_path, start_line, end_line)."""
+        ...
+
+    async def cached_embeddings(
+        self, model: str, content_hashes: Sequence[str]
+    ) -> dict[str, list[float]]:
+        """Cached vectors for (model, chunk content hash); unknown hashes are left out."""
+        ...
+
+    async def cache_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Remember vectors by (model, chunk content hash)."""
+        ...
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """Top chunks by cosine similarity, and the number of candidates (see class doc)."""
+        ...
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into vectors.
+
+    Contract: ``embed_documents`` returns one vector per input text, in order, each of
+    ``dimension`` floats (L2 norm need not be 1). ``model`` names the model so that stored
+    vectors are never mixed across models. A server or model that cannot be used raises
+    ``EmbedderUnavailable``.
+    """
+
+    @property
+    def model(self) -> str:
+        """A stable name of the model (part of the embedding cache key)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+        ...
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for chunks of code or text to be stored."""
+        ...
+
+    async def embed_query(self, text: str) -> list[float]:
+        """The vector for a search query (models may treat queries differently)."""
+        ...
+
+
+@runtime_checkable
+class TaskRepo(Protocol):
+    """Persistent development tasks.
+
+    Contract: ``add`` stores a new task (its id must be new); ``get`` and ``update`` raise
+    ``TaskNotFound`` for an unknown id; ``list`` returns tasks newest first (created_at
+    descending, then id) filtered by status and branch membership, with the total number of
+    matches before ``limit``/``offset``. Infrastructure failures raise ``StoreUnavailable``.
+    """
+
+    async def add(self, task: Task) -> None:
+        """Store a new task."""
+        ...
+
+    async def get(self, task_id: str) -> Task:
+        """The task with this id."""
+        ...
+
+    async def update(self, task: Task) -> None:
+        """Replace a stored task with this one (same id)."""
+        ...
+
+    async def list(
+        self,
+        *,
+        status: TaskStatus | None = None,
+        branch: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> TaskPage:
+        """A page of tasks, newest first."""
+        ...
+
+
+@runtime_checkable
+class SourceTree(Protocol):
+    """Lists and reads the files of a repository on disk.
+
+    Contract: ``scan`` returns every indexable file below ``root`` (paths relative, with
+    ``/``), hashed with sha256 over the raw bytes, honouring ignore files and exclusions; it
+    raises ``ValidationFailed`` when ``root`` is not an existing directory, and reports files it
+    had to skip for a reason the user should see (unreadable) in ``errors``. ``read_text``
+    decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded.
+    """
+
+    async def scan(self, root: str) -> ScanResult:
+        """All indexable files below ``root``."""
+        ...
+
+    async def read_text(self, root: str, path: str) -> str:
+        """The decoded text of ``root``/``path``."""
+        ...
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Cuts a file's text into chunks.
+
+    Contract: every non-blank line of ``text`` lies in at least one returned chunk; each chunk's
+    lines are 1-based, inclusive, ``start_line <= end_line``, within the file, and its
+    ``content`` is exactly those lines joined by newlines; chunks are ordered by start line.
+    It never raises on arbitrary text (unparseable code falls back to line windows).
+    """
+
+    def chunk(self, path: str, text: str, language: str | None) -> list[ChunkDraft]:
+        """Chunks of one file."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts model tokens in text; never raises on any string."""
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        ...

@@ -1,0 +1,1 @@
+"""Entry points: the composition root, the CLI and (later) the MCP server."""
