@@ -36,7 +36,9 @@ def repository_id_for(path: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, path))
 
 
-def chunk_id_for(repository_id: str, file_path: str, start: int, end: int, content_hash: str) -> str:
+def chunk_id_for(
+    repository_id: str, file_path: str, start: int, end: int, content_hash: str
+) -> str:
     """A stable chunk id, so that re-indexing identical content yields identical ids."""
     return sha256_hex(f"{repository_id}\0{file_path}\0{start}\0{end}\0{content_hash}")[:32]
 
@@ -431,3 +433,20 @@ class Project(_Frozen):
 
 
 ProgressPhase = Literal["scanning", "chunking", "embedding", "writing", "deleting", "done"]
+
+
+PROJECT_ID_RE = re.compile(r"^[A-Za-z0-9_\- ]{1,64}$")
+DEFAULT_PROJECT = "default"
+
+
+def check_project_id(project_id: str | None) -> str:
+    """A workspace id: 1-64 ASCII letters, digits, '-', '_' or spaces."""
+    if project_id is None:
+        return DEFAULT_PROJECT
+    if not isinstance(project_id, str) or not PROJECT_ID_RE.match(project_id):
+        raise ValidationFailed(
+            "project_id",
+            project_id,
+            "must be 1-64 characters of ASCII letters, digits, '-', '_' or spaces",
+        )
+    return project_id

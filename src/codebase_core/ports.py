@@ -51,6 +51,8 @@ class ChunkStore(Protocol):
       document statistics over every chunk in the store) the chunks containing at least one
       of ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the
       count of all chunks passing the filters that contain a term.
+    - Repositories read back carry live ``file_count`` and ``chunk_count`` computed by the store
+      (the values given to ``save_repository`` are ignored).
     - Unknown repository ids raise ``RepositoryNotFound`` where a method takes one to act on;
       infrastructure failures raise ``StoreUnavailable``.
     """

@@ -1,0 +1,5 @@
+"""Token counting with tiktoken."""
+
+from adapters.tokens.tiktoken_counter import TiktokenCounter
+
+__all__ = ["TiktokenCounter"]

@@ -1,0 +1,38 @@
+"""nox sessions: tests, lint, typecheck, bench."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session(python="3.11")
+def tests(session: nox.Session) -> None:
+    """The whole pytest suite (unit, contract, integration)."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "bench", "noxfile.py")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """mypy strict over src."""
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Benchmarks: retrieval quality on CoSQA and indexing throughput (see bench/README.md)."""
+    session.install("-e", ".[dev]")
+    session.run("python", "bench/cosqa_eval.py", *session.posargs)
+    session.run("python", "bench/index_throughput.py")

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Quick start: set up a virtualenv, index a repository and search it.
+#   scripts/demo.sh ["natural-language query"] [path/to/repo]
+# Defaults: this repository itself, and a question about it.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+query="${1:-where are identifiers split on camelCase for ranking}"
+repo="${2:-$here}"
+venv="${CODEBASE_MCP_VENV:-$here/.venv}"
+if [ ! -x "$venv/bin/codebase-mcp" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -e "$here"
+fi
+exec "$venv/bin/codebase-mcp" search "$query" --index "$repo" --limit 5

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, from nothing but Python 3.11+: virtualenv, install, lint, type-check, test.
+#   scripts/test.sh [extra pytest arguments]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+venv="${CODEBASE_MCP_VENV:-$here/.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet -e "$here[dev]"
+echo "== ruff"
+"$venv/bin/ruff" check src tests bench noxfile.py
+"$venv/bin/ruff" format --check src tests bench noxfile.py
+echo "== mypy (strict, src)"
+"$venv/bin/mypy"
+echo "== pytest"
+exec "$venv/bin/python" -m pytest "$@"

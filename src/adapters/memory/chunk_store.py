@@ -1,0 +1,240 @@
+"""InMemoryChunkStore: the reference ChunkStore, exact cosine over numpy and BM25 in dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from codebase_core import lexical
+from codebase_core.errors import ModelMismatch, RepositoryNotFound
+from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SourceFile
+from codebase_core.ports import IndexedFile
+
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass(slots=True)
+class _StoredFile:
+    file: SourceFile
+    text: str
+    chunk_ids: list[str]
+
+
+@dataclass(slots=True)
+class _VectorIndex:
+    ids: list[str] = field(default_factory=list)
+    matrix: Matrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+
+
+class InMemoryChunkStore:
+    """Process-local ChunkStore: exact numpy cosine search and BM25 postings held in dicts.
+
+    Every method runs without awaiting anything, so each call is atomic on the event loop:
+    a reader never sees half of a ``replace_files``.
+    """
+
+    def __init__(self) -> None:
+        self._repos: dict[str, Repository] = {}
+        self._files: dict[str, dict[str, _StoredFile]] = {}
+        self._chunks: dict[str, Chunk] = {}
+        self._vectors: dict[str, Matrix] = {}
+        self._postings: dict[str, dict[str, int]] = {}
+        self._doc_len: dict[str, int] = {}
+        self._total_len = 0
+        self._cache: dict[tuple[str, str], list[float]] = {}
+        self._index: _VectorIndex | None = None
+
+    # --- repositories -------------------------------------------------------------------
+
+    def _with_counts(self, repo: Repository) -> Repository:
+        files = self._files.get(repo.id, {})
+        return repo.model_copy(
+            update={
+                "file_count": len(files),
+                "chunk_count": sum(len(f.chunk_ids) for f in files.values()),
+            }
+        )
+
+    async def save_repository(self, repository: Repository) -> None:
+        self._repos[repository.id] = repository
+        self._files.setdefault(repository.id, {})
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        repo = self._repos.get(repository_id)
+        if repo is None:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        return self._with_counts(repo)
+
+    async def find_repository(self, path: str) -> Repository | None:
+        for repo in self._repos.values():
+            if repo.path == path:
+                return self._with_counts(repo)
+        return None
+
+    async def list_repositories(self) -> list[Repository]:
+        repos = sorted(self._repos.values(), key=lambda r: (r.name, r.id))
+        return [self._with_counts(r) for r in repos]
+
+    async def delete_repository(self, repository_id: str) -> None:
+        if repository_id not in self._repos:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        files = self._files.pop(repository_id, {})
+        for stored in files.values():
+            self._drop_chunks(stored.chunk_ids)
+        del self._repos[repository_id]
+
+    # --- files and chunks ---------------------------------------------------------------
+
+    def _files_of(self, repository_id: str) -> dict[str, _StoredFile]:
+        files = self._files.get(repository_id)
+        if files is None or repository_id not in self._repos:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        return files
+
+    async def file_hashes(self, repository_id: str) -> dict[str, str]:
+        files = self._files.get(repository_id, {})
+        return {p: f.file.content_hash for p, f in files.items()}
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        stored_files = self._files_of(repository_id)
+        for f in files:
+            if f.vectors is not None and len(f.vectors) != len(f.chunks):
+                raise ValueError(f"{f.file.path}: {len(f.vectors)} vectors for {len(f.chunks)}")
+        for f in files:
+            old = stored_files.pop(f.file.path, None)
+            if old is not None:
+                self._drop_chunks(old.chunk_ids)
+            for i, chunk in enumerate(f.chunks):
+                self._chunks[chunk.id] = chunk
+                terms = lexical.document_terms(chunk.content, chunk.file_path)
+                for term, tf in terms.items():
+                    self._postings.setdefault(term, {})[chunk.id] = tf
+                length = sum(terms.values())
+                self._doc_len[chunk.id] = length
+                self._total_len += length
+                if f.vectors is not None:
+                    self._vectors[chunk.id] = _unit(f.vectors[i])
+            stored_files[f.file.path] = _StoredFile(
+                file=f.file, text=f.text, chunk_ids=[c.id for c in f.chunks]
+            )
+        self._index = None
+
+    def _drop_chunks(self, chunk_ids: Sequence[str]) -> None:
+        for cid in chunk_ids:
+            chunk = self._chunks.pop(cid, None)
+            if chunk is None:
+                continue
+            for term in lexical.document_terms(chunk.content, chunk.file_path):
+                posting = self._postings.get(term)
+                if posting is not None:
+                    posting.pop(cid, None)
+                    if not posting:
+                        del self._postings[term]
+            self._total_len -= self._doc_len.pop(cid, 0)
+            self._vectors.pop(cid, None)
+        self._index = None
+
+    async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
+        stored_files = self._files.get(repository_id, {})
+        removed = 0
+        for path in paths:
+            old = stored_files.pop(path, None)
+            if old is not None:
+                self._drop_chunks(old.chunk_ids)
+                removed += 1
+        return removed
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        stored_files = self._files.get(repository_id, {})
+        return {p: stored_files[p].text for p in paths if p in stored_files}
+
+    async def chunks(self, repository_id: str) -> list[Chunk]:
+        stored_files = self._files_of(repository_id)
+        out = [self._chunks[cid] for f in stored_files.values() for cid in f.chunk_ids]
+        return sorted(out, key=lambda c: (c.file_path, c.start_line, c.end_line))
+
+    # --- embedding cache ----------------------------------------------------------------
+
+    async def cached_embeddings(
+        self, model: str, content_hashes: Sequence[str]
+    ) -> dict[str, list[float]]:
+        found = {h: self._cache.get((model, h)) for h in content_hashes}
+        return {h: v for h, v in found.items() if v is not None}
+
+    async def cache_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        for h, v in vectors.items():
+            self._cache[(model, h)] = list(v)
+
+    # --- search -------------------------------------------------------------------------
+
+    def _vector_index(self) -> _VectorIndex:
+        if self._index is None:
+            ids = list(self._vectors)
+            matrix = (
+                np.vstack([self._vectors[i] for i in ids])
+                if ids
+                else np.zeros((0, 0), dtype=np.float32)
+            )
+            self._index = _VectorIndex(ids=ids, matrix=matrix)
+        return self._index
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        index = self._vector_index()
+        if not index.ids:
+            return [], 0
+        if len(vector) != index.matrix.shape[1]:
+            raise ModelMismatch(
+                f"query vector has {len(vector)} dimensions, stored vectors "
+                f"{index.matrix.shape[1]}: re-index with force_reindex using one embedding model"
+            )
+        keep = [i for i, cid in enumerate(index.ids) if filters.matches(self._chunks[cid])]
+        if not keep:
+            return [], 0
+        scores = index.matrix[keep] @ _unit(vector)
+        ranked = _top(
+            [(self._chunks[index.ids[i]], float(s)) for i, s in zip(keep, scores, strict=True)],
+            limit,
+        )
+        return ranked, len(keep)
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        n_docs = len(self._doc_len)
+        if n_docs == 0:
+            return [], 0
+        avg_len = self._total_len / n_docs
+        idfs = {
+            t: lexical.idf(n_docs, len(self._postings[t]))
+            for t in dict.fromkeys(terms)
+            if t in self._postings
+        }
+        raw: dict[str, float] = {}
+        for term, term_idf in idfs.items():
+            for cid, tf in self._postings[term].items():
+                raw[cid] = raw.get(cid, 0.0) + lexical.term_score(
+                    tf, self._doc_len[cid], avg_len, term_idf
+                )
+        bound = lexical.upper_bound(idfs.values())
+        matched = [
+            (self._chunks[cid], lexical.normalised(score, bound))
+            for cid, score in raw.items()
+            if filters.matches(self._chunks[cid])
+        ]
+        return _top(matched, limit), len(matched)
+
+
+def _unit(vector: Sequence[float]) -> Matrix:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+def _top(scored: list[tuple[Chunk, float]], limit: int) -> list[ScoredChunk]:
+    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
+    return [ScoredChunk(chunk=c, score=s) for c, s in scored[:limit]]

@@ -1,0 +1,52 @@
+"""InMemorySourceTree: a SourceTree over files held in a dict (roots to path -> bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from codebase_core.errors import FileUnreadable, ValidationFailed
+from codebase_core.languages import language_for_path
+from codebase_core.models import ScanEntry, ScanResult, sha256_hex
+
+
+class InMemorySourceTree:
+    """Repositories as dicts of relative path to bytes; no ignore rules, no disk."""
+
+    def __init__(self, trees: Mapping[str, Mapping[str, bytes]] | None = None) -> None:
+        self._trees: dict[str, dict[str, bytes]] = {
+            root: dict(files) for root, files in (trees or {}).items()
+        }
+
+    def put(self, root: str, path: str, data: bytes | str) -> None:
+        """Create or overwrite one file."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self._trees.setdefault(root, {})[path] = raw
+
+    def remove(self, root: str, path: str) -> None:
+        self._trees.get(root, {}).pop(path, None)
+
+    async def scan(self, root: str) -> ScanResult:
+        files = self._trees.get(root)
+        if files is None:
+            raise ValidationFailed("repo_path", root, "must be an existing directory")
+        return ScanResult(
+            files=[
+                ScanEntry(
+                    path=path,
+                    size=len(data),
+                    content_hash=sha256_hex(data),
+                    language=language_for_path(path),
+                )
+                for path, data in sorted(files.items())
+            ]
+        )
+
+    async def read_text(self, root: str, path: str) -> str:
+        data = self._trees.get(root, {}).get(path)
+        if data is None:
+            raise FileUnreadable(f"{path}: no such file")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise FileUnreadable(f"{path}: not valid UTF-8 ({e.reason})") from e
+        return text.replace("\r\n", "\n").replace("\r", "\n")

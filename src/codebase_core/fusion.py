@@ -1,0 +1,80 @@
+"""Hybrid rank fusion of a semantic and a lexical result list.
+
+Two methods, both weighted and both producing a score in [0, 1]:
+
+- ``rrf`` (weighted reciprocal rank fusion): ``sum_i w_i / (k + rank_i)`` over the lists a chunk
+  appears in (ranks from 1), divided by its maximum ``sum_i w_i / (k + 1)``, so a chunk ranked
+  first by both lists scores 1.0.
+- ``linear`` (convex combination of scores): ``(w_s * s + w_l * l) / (w_s + w_l)`` where ``s``
+  is the semantic similarity in [0, 1] and ``l`` the normalised BM25 in [0, 1]; a chunk missing
+  from a list contributes that list's lowest retrieved score (it ranked below all of them).
+
+Ties are broken by file path, then start line, so fusion is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from codebase_core.models import Chunk, ScoredChunk
+
+FusionMethod = Literal["rrf", "linear"]
+
+
+class FusionConfig(BaseModel):
+    """How hybrid search combines its two lists. Provisional defaults: see README."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: FusionMethod = "rrf"
+    semantic_weight: float = Field(default=1.0, ge=0.0)
+    lexical_weight: float = Field(default=0.5, ge=0.0)
+    rrf_k: int = Field(default=60, ge=1)
+    # How many candidates each list contributes, as a multiple of the requested limit.
+    candidate_multiplier: int = Field(default=5, ge=1)
+    min_candidates: int = Field(default=50, ge=1)
+
+    def depth(self, limit: int) -> int:
+        return max(self.min_candidates, limit * self.candidate_multiplier)
+
+
+def _key(chunk: Chunk) -> tuple[str, int]:
+    return (chunk.file_path, chunk.start_line)
+
+
+def fuse(
+    semantic: Sequence[ScoredChunk],
+    lexical: Sequence[ScoredChunk],
+    config: FusionConfig,
+) -> list[ScoredChunk]:
+    """Fuse two ranked lists (semantic scores in [0, 1], lexical in [0, 1]) into one."""
+    ws, wl = config.semantic_weight, config.lexical_weight
+    total_w = ws + wl
+    chunks: dict[str, Chunk] = {}
+    scores: dict[str, float] = {}
+    if total_w <= 0:
+        return []
+    if config.method == "rrf":
+        k = config.rrf_k
+        for weight, ranked in ((ws, semantic), (wl, lexical)):
+            for rank, sc in enumerate(ranked, start=1):
+                chunks[sc.chunk.id] = sc.chunk
+                scores[sc.chunk.id] = scores.get(sc.chunk.id, 0.0) + weight / (k + rank)
+        top = total_w / (k + 1)
+        fused = {cid: s / top for cid, s in scores.items()}
+    else:
+        sem = {sc.chunk.id: sc.score for sc in semantic}
+        lex = {sc.chunk.id: sc.score for sc in lexical}
+        sem_floor = min(sem.values(), default=0.0)
+        lex_floor = min(lex.values(), default=0.0)
+        for sc in (*semantic, *lexical):
+            chunks[sc.chunk.id] = sc.chunk
+        fused = {
+            cid: (ws * sem.get(cid, sem_floor) + wl * lex.get(cid, lex_floor)) / total_w
+            for cid in chunks
+        }
+    ordered = sorted(chunks, key=lambda cid: (-fused[cid], *_key(chunks[cid])))
+    return [ScoredChunk(chunk=chunks[cid], score=min(1.0, max(0.0, fused[cid]))) for cid in ordered]

@@ -1,0 +1,150 @@
+"""Code-aware lexical analysis and BM25 scoring, shared by every ChunkStore adapter.
+
+The analyser splits text on anything that is not a letter or digit, then splits identifiers
+on snake_case, camelCase (``HTTPServer`` -> ``http``, ``server``) and letter/digit boundaries,
+case-folds, drops one-character tokens and English stop words, and applies a light plural
+stemmer. A multi-part identifier also yields itself whole (``getUserName`` -> ``get``,
+``user``, ``name``, ``getusername``), so an exact identifier query ranks its definition first.
+
+BM25 uses k1 = 1.2, b = 0.75 and the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
+A chunk's document is its content plus its file path. Scores are reported normalised to
+[0, 1] by the query's upper bound ``sum(idf(t) * (k1 + 1))``: the score a document would reach
+holding every query term infinitely often at average length.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+K1 = 1.2
+B = 0.75
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+# Boundaries inside an identifier: lower->Upper, UPPER->Upper+lower, letter<->digit.
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# English function words only: words such as "get", "set", "not" carry meaning in code.
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "why",
+        "will",
+        "with",
+    ]
+)
+
+
+def _stem(token: str) -> str:
+    """A light plural stemmer (S-stemmer, Harman 1991): conservative, keeps code words intact."""
+    if len(token) <= 3 or not token.endswith("s"):
+        return token
+    if token.endswith("ies") and not token.endswith(("eies", "aies")):
+        return token[:-3] + "y"
+    if token.endswith("es") and not token.endswith(("aes", "ees", "oes")):
+        return token[:-1]
+    if token.endswith("s") and not token.endswith(("us", "ss")):
+        return token[:-1]
+    return token
+
+
+def _keep(token: str) -> bool:
+    return len(token) > 1 and token not in STOP_WORDS
+
+
+def analyse(text: str) -> list[str]:
+    """Terms of ``text`` in order, with repeats (for term frequencies)."""
+    terms: list[str] = []
+    for word in _WORD.findall(text):
+        parts = _PARTS.findall(word)
+        if len(parts) > 1:
+            whole = word.lower()
+            if _keep(whole):
+                terms.append(_stem(whole))
+        for part in parts:
+            p = part.lower()
+            if _keep(p):
+                terms.append(_stem(p))
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in first-seen order."""
+    return list(dict.fromkeys(analyse(text)))
+
+
+def document_terms(content: str, file_path: str) -> Counter[str]:
+    """Term frequencies of a chunk's BM25 document (its content plus its file path)."""
+    counts = Counter(analyse(content))
+    counts.update(analyse(file_path))
+    return counts
+
+
+def idf(total_docs: int, doc_freq: int) -> float:
+    return math.log(1.0 + (total_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def term_score(tf: int, doc_len: int, avg_len: float, term_idf: float) -> float:
+    norm = K1 * (1.0 - B + B * (doc_len / avg_len if avg_len > 0 else 1.0))
+    return term_idf * (tf * (K1 + 1.0)) / (tf + norm)
+
+
+def upper_bound(idfs: Iterable[float]) -> float:
+    return sum(i * (K1 + 1.0) for i in idfs)
+
+
+def bm25(
+    doc_tf: Mapping[str, int],
+    doc_len: int,
+    avg_len: float,
+    idfs: Mapping[str, float],
+) -> float:
+    """Raw BM25 of one document for query terms with the given idfs."""
+    return sum(term_score(doc_tf[t], doc_len, avg_len, w) for t, w in idfs.items() if doc_tf.get(t))
+
+
+def normalised(raw: float, bound: float) -> float:
+    if bound <= 0:
+        return 0.0
+    return min(1.0, max(0.0, raw / bound))

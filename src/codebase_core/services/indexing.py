@@ -1,0 +1,273 @@
+"""IndexingService: brings a repository's index up to date with its files, incrementally."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from codebase_core.errors import Cancelled, FileUnreadable, ModelMismatch, ValidationFailed
+from codebase_core.models import (
+    Chunk,
+    FileError,
+    IndexResult,
+    IndexStatus,
+    ProgressPhase,
+    Repository,
+    ScanEntry,
+    SourceFile,
+    chunk_id_for,
+    repository_id_for,
+    sha256_hex,
+    utcnow,
+)
+from codebase_core.ports import Chunker, ChunkStore, Embedder, SourceTree, TokenCounter
+
+ProgressCallback = Callable[[ProgressPhase, int, int], Awaitable[None] | None]
+
+
+class CancellationToken:
+    """Set by a caller to ask long work to stop at its next safe point."""
+
+    def __init__(self) -> None:
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def raise_if_cancelled(self) -> None:
+        if self._cancelled:
+            raise Cancelled("indexing was cancelled; files written so far are consistent")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """A file ready to store: its snapshot text, chunks and (optionally) one vector per chunk."""
+
+    file: SourceFile
+    text: str
+    chunks: Sequence[Chunk]
+    vectors: Sequence[Sequence[float]] | None
+
+
+class IndexingService:
+    """Scans a repository, diffs by content hash, chunks, embeds and writes what changed."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        source: SourceTree,
+        chunker: Chunker,
+        tokens: TokenCounter,
+        embedder: Embedder | None,
+        batch_files: int = 64,
+    ) -> None:
+        self._store = store
+        self._source = source
+        self._chunker = chunker
+        self._tokens = tokens
+        self._embedder = embedder
+        self._batch_files = batch_files
+
+    async def index(
+        self,
+        root: str,
+        *,
+        name: str | None = None,
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+    ) -> IndexResult:
+        """Index the repository at the absolute path ``root``.
+
+        Unchanged files (same sha256) are neither read past hashing, nor chunked nor embedded;
+        ``force`` re-chunks every file but still reuses cached embeddings. Removed files lose
+        their chunks. Per-file failures are reported in ``errors`` (status ``partial``).
+        Raises ``ValidationFailed`` for a bad root, ``ModelMismatch`` when the repository was
+        indexed with another embedding model and ``force`` is not set, ``Cancelled`` when
+        ``cancel`` is set (every file already written stays consistent).
+        """
+        started = time.perf_counter()
+        if not PurePath(root).is_absolute():
+            raise ValidationFailed("repo_path", root, "must be an absolute path")
+        token = cancel or CancellationToken()
+
+        await _report(progress, "scanning", 0, 1)
+        scan = await self._source.scan(root)
+        await _report(progress, "scanning", 1, 1)
+        token.raise_if_cancelled()
+
+        repo_id = repository_id_for(root)
+        existing = await self._store.find_repository(root)
+        model = self._embedder.model if self._embedder is not None else None
+        if (
+            existing is not None
+            and existing.chunk_count
+            and not force
+            and existing.embedding_model != model
+        ):
+            raise ModelMismatch(
+                f"repository {existing.name!r} was indexed with "
+                f"{existing.embedding_model or 'no embedder'}, the configured embedder is "
+                f"{model or 'none'}: re-index with force_reindex "
+                f"(CLI: codebase-mcp index {root} --force) to replace its vectors",
+                repository_id=existing.id,
+            )
+        repo_name = name or (existing.name if existing else PurePath(root).name or root)
+        if existing is None or existing.name != repo_name:
+            # Register first so that files written below always belong to a known repository.
+            base = existing or Repository(id=repo_id, name=repo_name, path=root)
+            await self._store.save_repository(base.model_copy(update={"name": repo_name}))
+        stored = await self._store.file_hashes(repo_id)
+        scanned = {e.path: e for e in scan.files}
+        changed = [e for e in scan.files if force or stored.get(e.path) != e.content_hash]
+        removed = sorted(set(stored) - set(scanned))
+        errors: list[FileError] = list(scan.errors)
+
+        chunks_created = embedded = cached = files_indexed = 0
+        total = len(changed)
+        await _report(progress, "chunking", 0, total)
+        for start in range(0, total, self._batch_files):
+            token.raise_if_cancelled()
+            batch = changed[start : start + self._batch_files]
+            prepared, batch_errors = await self._prepare(root, repo_id, batch)
+            errors.extend(batch_errors)
+            n_embedded, n_cached = await self._embed(prepared)
+            embedded += n_embedded
+            cached += n_cached
+            token.raise_if_cancelled()
+            await self._store.replace_files(repo_id, prepared)
+            files_indexed += len(prepared)
+            chunks_created += sum(len(p.chunks) for p in prepared)
+            await _report(progress, "writing", min(start + len(batch), total), total)
+
+        # A file that changed but could no longer be read keeps no stale chunks.
+        unreadable = [e.path for e in errors if e.path in stored and e.path in scanned]
+        to_delete = removed + [p for p in unreadable if p not in removed]
+        if to_delete:
+            await _report(progress, "deleting", 0, len(to_delete))
+            await self._store.delete_files(repo_id, to_delete)
+            await _report(progress, "deleting", len(to_delete), len(to_delete))
+
+        wrote = files_indexed > 0 or bool(to_delete)
+        if wrote or existing is None or existing.embedding_model != model:
+            await self._store.save_repository(
+                Repository(
+                    id=repo_id,
+                    name=repo_name,
+                    path=root,
+                    embedding_model=model,
+                    embedding_dimension=self._embedder.dimension if self._embedder else None,
+                    indexed_at=utcnow(),
+                )
+            )
+        await _report(progress, "done", total, total)
+        if errors and files_indexed == 0 and total > 0:
+            status = IndexStatus.FAILED
+        elif errors:
+            status = IndexStatus.PARTIAL
+        else:
+            status = IndexStatus.SUCCESS
+        return IndexResult(
+            repository_id=repo_id,
+            repository_name=repo_name,
+            files_indexed=files_indexed,
+            files_unchanged=len(scan.files) - total,
+            files_deleted=len(removed),
+            chunks_created=chunks_created,
+            chunks_embedded=embedded,
+            embeddings_cached=cached,
+            duration_seconds=round(time.perf_counter() - started, 3),
+            status=status,
+            errors=errors,
+        )
+
+    async def _prepare(
+        self, root: str, repo_id: str, batch: Sequence[ScanEntry]
+    ) -> tuple[list[PreparedFile], list[FileError]]:
+        texts: list[tuple[ScanEntry, str]] = []
+        errors: list[FileError] = []
+        for entry in batch:
+            try:
+                texts.append((entry, await self._source.read_text(root, entry.path)))
+            except FileUnreadable as e:
+                errors.append(FileError(path=entry.path, error=e.message))
+        # Chunking and token counting are CPU work: keep them off the event loop.
+        prepared = await asyncio.to_thread(self._chunk_all, repo_id, texts)
+        return prepared, errors
+
+    def _chunk_all(
+        self, repo_id: str, texts: Sequence[tuple[ScanEntry, str]]
+    ) -> list[PreparedFile]:
+        out: list[PreparedFile] = []
+        for entry, text in texts:
+            chunks = []
+            for d in self._chunker.chunk(entry.path, text, entry.language):
+                h = sha256_hex(d.content)
+                chunks.append(
+                    Chunk(
+                        id=chunk_id_for(repo_id, entry.path, d.start_line, d.end_line, h),
+                        repository_id=repo_id,
+                        file_path=entry.path,
+                        language=entry.language,
+                        symbol=d.symbol,
+                        kind=d.kind,
+                        start_line=d.start_line,
+                        end_line=d.end_line,
+                        content=d.content,
+                        content_hash=h,
+                        token_count=self._tokens.count(d.content),
+                    )
+                )
+            source = SourceFile(
+                path=entry.path,
+                language=entry.language,
+                content_hash=entry.content_hash,
+                size=entry.size,
+            )
+            out.append(PreparedFile(file=source, text=text, chunks=chunks, vectors=None))
+        return out
+
+    async def _embed(self, prepared: list[PreparedFile]) -> tuple[int, int]:
+        """Attach vectors, embedding only chunk texts the cache lacks; returns (new, cached)."""
+        if self._embedder is None:
+            return 0, 0
+        model = self._embedder.model
+        texts_by_hash: dict[str, str] = {}
+        for p in prepared:
+            for c in p.chunks:
+                texts_by_hash.setdefault(c.content_hash, c.content)
+        if not texts_by_hash:
+            return 0, 0
+        known = await self._store.cached_embeddings(model, list(texts_by_hash))
+        missing = [h for h in texts_by_hash if h not in known]
+        if missing:
+            vectors = await self._embedder.embed_documents([texts_by_hash[h] for h in missing])
+            fresh = dict(zip(missing, vectors, strict=True))
+            await self._store.cache_embeddings(model, fresh)
+            known.update(fresh)
+        for i, p in enumerate(prepared):
+            prepared[i] = PreparedFile(
+                file=p.file,
+                text=p.text,
+                chunks=p.chunks,
+                vectors=[known[c.content_hash] for c in p.chunks],
+            )
+        return len(missing), len(texts_by_hash) - len(missing)
+
+
+async def _report(
+    callback: ProgressCallback | None, phase: ProgressPhase, done: int, total: int
+) -> None:
+    if callback is None:
+        return
+    outcome = callback(phase, done, total)
+    if inspect.isawaitable(outcome):
+        await outcome

@@ -1,0 +1,196 @@
+"""SearchService: semantic, lexical and hybrid search over indexed chunks.
+
+``similarity_score`` (always in [0, 1]):
+- semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
+- lexical: BM25 divided by the query's BM25 upper bound (see ``codebase_core.lexical``);
+- hybrid: the fused score (see ``codebase_core.fusion``), 1.0 for a chunk first in both lists.
+
+``total_count`` (before the limit and before duplicate collapsing):
+- semantic: chunks with vectors that pass the filters;
+- lexical: chunks passing the filters that contain at least one query term;
+- hybrid: the larger of the two (every embedded chunk is a semantic candidate).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+
+from codebase_core import lexical
+from codebase_core.errors import EmbedderUnavailable, ModelMismatch
+from codebase_core.fusion import FusionConfig, fuse
+from codebase_core.models import (
+    CONTEXT_LINES,
+    Chunk,
+    Location,
+    Repository,
+    ScoredChunk,
+    SearchHit,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+)
+from codebase_core.ports import ChunkStore, Embedder
+
+# Two hits of one file whose line ranges share at least this fraction of the shorter range are
+# "mostly the same lines"; the lower-ranked one is dropped.
+OVERLAP_DROP = 0.5
+
+
+def _overlap_fraction(a: Chunk, b: Chunk) -> float:
+    shared = min(a.end_line, b.end_line) - max(a.start_line, b.start_line) + 1
+    if shared <= 0:
+        return 0.0
+    shorter = min(a.end_line - a.start_line, b.end_line - b.start_line) + 1
+    return shared / shorter
+
+
+class SearchService:
+    """Answers search queries against a ChunkStore, embedding queries when it can."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        embedder: Embedder | None,
+        fusion: FusionConfig | None = None,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._fusion = fusion or FusionConfig()
+
+    @property
+    def default_mode(self) -> SearchMode:
+        """Hybrid when an embedder is configured, lexical otherwise."""
+        return SearchMode.HYBRID if self._embedder is not None else SearchMode.LEXICAL
+
+    async def search(self, query: SearchQuery) -> SearchResult:
+        """Rank chunks for ``query``; see the module docstring for scores and counts."""
+        started = time.perf_counter()
+        mode = query.mode
+        if self._embedder is None and mode is SearchMode.HYBRID:
+            mode = SearchMode.LEXICAL
+        if self._embedder is None and mode is SearchMode.SEMANTIC:
+            raise EmbedderUnavailable(
+                "semantic search needs an embedder: set CODEBASE_MCP_EMBEDDER "
+                "(e.g. 'hash') and re-index, or search with mode='lexical'"
+            )
+        depth = max(self._fusion.depth(query.limit), query.limit * 3)
+        semantic: list[ScoredChunk] = []
+        lexical_hits: list[ScoredChunk] = []
+        sem_total = lex_total = 0
+        if mode is not SearchMode.LEXICAL:
+            assert self._embedder is not None
+            await self._check_models(query, self._embedder)
+            vector = await self._embedder.embed_query(query.text)
+            raw, sem_total = await self._store.vector_search(vector, query.filters, depth)
+            semantic = [
+                ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
+                for s in raw
+            ]
+        if mode is not SearchMode.SEMANTIC:
+            terms = lexical.query_terms(query.text)
+            if terms:
+                lexical_hits, lex_total = await self._store.lexical_search(
+                    terms, query.filters, depth
+                )
+        if mode is SearchMode.HYBRID:
+            ranked = fuse(semantic, lexical_hits, self._fusion)
+            total = max(sem_total, lex_total)
+        elif mode is SearchMode.SEMANTIC:
+            ranked, total = semantic, sem_total
+        else:
+            ranked, total = lexical_hits, lex_total
+        hits = await self._build_hits(self._collapse(ranked, query.limit))
+        return SearchResult(
+            query=query.text,
+            mode=mode,
+            hits=hits,
+            total_count=total,
+            latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
+        )
+
+    async def _check_models(self, query: SearchQuery, embedder: Embedder) -> None:
+        repos: Sequence[Repository]
+        if query.filters.repository_id is not None:
+            repos = [await self._store.get_repository(query.filters.repository_id)]
+        else:
+            repos = await self._store.list_repositories()
+        for repo in repos:
+            if repo.chunk_count and repo.embedding_model != embedder.model:
+                indexed = repo.embedding_model or "no embedder (lexical only)"
+                raise ModelMismatch(
+                    f"repository {repo.name!r} ({repo.id}) was indexed with {indexed}, but the "
+                    f"configured embedder is {embedder.model!r}: re-index it with "
+                    f"force_reindex (CLI: codebase-mcp index {repo.path} --force), or search "
+                    "with mode='lexical'",
+                    repository_id=repo.id,
+                )
+
+    @staticmethod
+    def _collapse(
+        ranked: Sequence[ScoredChunk], limit: int
+    ) -> list[tuple[ScoredChunk, list[Location]]]:
+        """Drop near-duplicate ranges of one file; merge identical text found in several files."""
+        kept: list[tuple[ScoredChunk, list[Location]]] = []
+        by_hash: dict[str, list[Location]] = {}
+        by_file: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
+        for sc in ranked:
+            c = sc.chunk
+            same_text = by_hash.get(c.content_hash)
+            if same_text is not None:
+                same_text.append(
+                    Location(
+                        repository_id=c.repository_id,
+                        file_path=c.file_path,
+                        start_line=c.start_line,
+                        end_line=c.end_line,
+                    )
+                )
+                continue
+            if len(kept) >= limit:
+                continue
+            file_key = (c.repository_id, c.file_path)
+            if any(_overlap_fraction(c, o) >= OVERLAP_DROP for o in by_file[file_key]):
+                continue
+            others: list[Location] = []
+            by_hash[c.content_hash] = others
+            by_file[file_key].append(c)
+            kept.append((sc, others))
+        return kept
+
+    async def _build_hits(
+        self, kept: Sequence[tuple[ScoredChunk, list[Location]]]
+    ) -> list[SearchHit]:
+        wanted: dict[str, set[str]] = defaultdict(set)
+        for sc, _ in kept:
+            wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
+        lines: dict[tuple[str, str], list[str]] = {}
+        for repo_id, paths in wanted.items():
+            texts = await self._store.file_texts(repo_id, sorted(paths))
+            for path, text in texts.items():
+                lines[(repo_id, path)] = text.splitlines()
+        hits: list[SearchHit] = []
+        for sc, others in kept:
+            c = sc.chunk
+            file_lines = lines.get((c.repository_id, c.file_path), [])
+            before = file_lines[max(0, c.start_line - 1 - CONTEXT_LINES) : c.start_line - 1]
+            after = file_lines[c.end_line : c.end_line + CONTEXT_LINES]
+            hits.append(
+                SearchHit(
+                    chunk_id=c.id,
+                    repository_id=c.repository_id,
+                    file_path=c.file_path,
+                    language=c.language,
+                    symbol=c.symbol,
+                    kind=c.kind,
+                    start_line=c.start_line,
+                    end_line=c.end_line,
+                    content=c.content,
+                    similarity_score=sc.score,
+                    context_before="\n".join(before),
+                    context_after="\n".join(after),
+                    other_locations=others,
+                )
+            )
+        return hits

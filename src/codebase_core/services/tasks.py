@@ -1,0 +1,127 @@
+"""TaskService: create, read, update and list development tasks with validated fields."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from codebase_core.errors import InvalidLimit, ValidationFailed
+from codebase_core.models import (
+    MAX_DESCRIPTION,
+    MAX_NOTES,
+    Task,
+    TaskPage,
+    TaskStatus,
+    check_branch,
+    check_commit,
+    check_references,
+    check_text,
+    check_title,
+    utcnow,
+)
+from codebase_core.ports import TaskRepo
+
+MAX_LIST_LIMIT = 100
+
+Clock = Callable[[], datetime]
+
+
+class TaskService:
+    """Task use cases over a TaskRepo. Status may move freely between the three values;
+    ``completed_at`` is set on entering ``complete`` and cleared on leaving it."""
+
+    def __init__(self, repo: TaskRepo, clock: Clock = utcnow) -> None:
+        self._repo = repo
+        self._clock = clock
+
+    def _now_after(self, previous: datetime) -> datetime:
+        # updated_at always moves forward, even when the clock does not (or steps back).
+        now = self._clock()
+        return now if now > previous else previous + timedelta(microseconds=1)
+
+    async def create(
+        self,
+        title: str,
+        description: str | None = None,
+        notes: str | None = None,
+        planning_references: list[str] | None = None,
+    ) -> Task:
+        """A new task with status ``need to be done``."""
+        now = self._clock()
+        task = Task(
+            id=str(uuid.uuid4()),
+            title=check_title(title),
+            description=check_text("description", description, MAX_DESCRIPTION),
+            notes=check_text("notes", notes, MAX_NOTES),
+            planning_references=check_references(planning_references),
+            created_at=now,
+            updated_at=now,
+        )
+        await self._repo.add(task)
+        return task
+
+    async def get(self, task_id: str) -> Task:
+        """The task, or ``TaskNotFound``."""
+        return await self._repo.get(_check_id(task_id))
+
+    async def update(
+        self,
+        task_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        notes: str | None = None,
+        status: str | TaskStatus | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+    ) -> Task:
+        """Apply a partial update; ``branch`` and ``commit`` are appended idempotently."""
+        task = await self._repo.get(_check_id(task_id))
+        changes: dict[str, object] = {}
+        if title is not None:
+            changes["title"] = check_title(title)
+        if description is not None:
+            changes["description"] = check_text("description", description, MAX_DESCRIPTION)
+        if notes is not None:
+            changes["notes"] = check_text("notes", notes, MAX_NOTES)
+        if branch is not None and check_branch(branch) not in task.branches:
+            changes["branches"] = [*task.branches, branch]
+        if commit is not None and check_commit(commit) not in task.commits:
+            changes["commits"] = [*task.commits, commit]
+        now = self._now_after(task.updated_at)
+        if status is not None:
+            new_status = TaskStatus.parse(status)
+            changes["status"] = new_status
+            if new_status is TaskStatus.COMPLETE and task.status is not TaskStatus.COMPLETE:
+                changes["completed_at"] = now
+            elif new_status is not TaskStatus.COMPLETE:
+                changes["completed_at"] = None
+        changes["updated_at"] = now
+        updated = Task.model_validate({**task.model_dump(), **changes})
+        await self._repo.update(updated)
+        return updated
+
+    async def list(
+        self,
+        *,
+        status: str | TaskStatus | None = None,
+        branch: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> TaskPage:
+        """Tasks newest first, with the total number of matches before paging."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValidationFailed("limit", limit, f"must be an integer 1-{MAX_LIST_LIMIT}")
+        if not 1 <= limit <= MAX_LIST_LIMIT:
+            raise InvalidLimit(limit, 1, MAX_LIST_LIMIT)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationFailed("offset", offset, "must be an integer >= 0")
+        parsed = TaskStatus.parse(status) if status is not None else None
+        return await self._repo.list(status=parsed, branch=branch, limit=limit, offset=offset)
+
+
+def _check_id(task_id: str) -> str:
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise ValidationFailed("task_id", task_id, "must be a non-empty task id")
+    return task_id

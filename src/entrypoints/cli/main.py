@@ -1,0 +1,215 @@
+"""The ``codebase-mcp`` command line: index a repository, search it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+
+from codebase_core.errors import CoreError, InvalidLimit, ValidationFailed
+from codebase_core.models import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+    IndexResult,
+    ProgressPhase,
+    SearchMode,
+    SearchResult,
+)
+from codebase_core.services import ProgressCallback
+from entrypoints.library import Codebase, open_codebase
+from entrypoints.presenters import index_payload, search_payload
+from entrypoints.settings import Settings
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+SNIPPET_LINES = 12
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, our exit code, no usage dump
+        sys.stderr.write(f"VALIDATION_ERROR: {message} (see: {self.prog} --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="codebase-mcp", description="Semantic code search for AI assistants.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ix = sub.add_parser("index", help="index (or incrementally re-index) a repository")
+    ix.add_argument("path", help="repository root directory")
+    ix.add_argument("--name", help="display name (default: the directory name)")
+    ix.add_argument("--project", help="workspace id (default: CODEBASE_MCP_PROJECT or 'default')")
+    ix.add_argument(
+        "--force", action="store_true", help="re-chunk every file (cached vectors kept)"
+    )
+    ix.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    se = sub.add_parser("search", help="search indexed code")
+    se.add_argument("query", help="natural-language description or identifier")
+    se.add_argument(
+        "--index",
+        metavar="PATH",
+        help="first bring the index of PATH up to date (incremental), then search it",
+    )
+    se.add_argument("--limit", type=int, default=DEFAULT_SEARCH_LIMIT, help="1-50 (default 10)")
+    se.add_argument(
+        "--mode",
+        choices=[m.value for m in SearchMode],
+        help="default: hybrid with an embedder, lexical without",
+    )
+    se.add_argument("--file-type", help="extension without the dot, e.g. py")
+    se.add_argument("--directory", help="path prefix inside the repository, e.g. src/api")
+    se.add_argument("--language", help="language name, e.g. python")
+    se.add_argument("--repository-id", help="restrict to one repository")
+    se.add_argument("--project", help="workspace id")
+    se.add_argument("--json", action="store_true", help="print the result as JSON")
+    return p
+
+
+def _progress_bar(console: Console) -> tuple[Progress, ProgressCallback]:
+    bar = Progress(
+        TextColumn("[bold]{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    task_id = bar.add_task("scanning", total=1)
+
+    def update(phase: ProgressPhase, done: int, total: int) -> None:
+        bar.update(task_id, description=phase, completed=done, total=max(total, 1))
+
+    return bar, update
+
+
+async def _index(
+    cb: Codebase, path: str, *, name: str | None, force: bool, quiet: bool, err: Console
+) -> IndexResult:
+    if quiet or not err.is_terminal:
+        return await cb.index(path, name=name, force=force)
+    bar, update = _progress_bar(err)
+    with bar:
+        return await cb.index(path, name=name, force=force, progress=update)
+
+
+def _print_index(result: IndexResult, out: Console) -> None:
+    out.print(
+        f"[bold]{result.repository_name}[/] ({result.repository_id}): "
+        f"{result.files_indexed} files indexed, {result.files_unchanged} unchanged, "
+        f"{result.files_deleted} removed; {result.chunks_created} chunks written, "
+        f"{result.chunks_embedded} embedded ({result.embeddings_cached} from cache) "
+        f"in {result.duration_seconds:.2f}s: [bold]{result.status.value}[/]",
+        highlight=False,
+    )
+    for e in result.errors[:20]:
+        out.print(f"  [yellow]skipped[/] {e.path}: {e.error}", highlight=False)
+    if len(result.errors) > 20:
+        out.print(f"  ... and {len(result.errors) - 20} more", highlight=False)
+
+
+def _print_search(result: SearchResult, out: Console) -> None:
+    if not result.hits:
+        out.print(f"No results for {result.query!r} ({result.mode.value} search).")
+        return
+    out.print(
+        f"[dim]{len(result.hits)} of {result.total_count} matching chunks, "
+        f"{result.mode.value} search, {result.latency_ms:.1f} ms[/]",
+        highlight=False,
+    )
+    for rank, hit in enumerate(result.hits, start=1):
+        label = f" {hit.kind or ''} [bold]{hit.symbol}[/]" if hit.symbol else ""
+        out.print(
+            f"\n[bold cyan]{rank}.[/] [bold]{hit.file_path}[/]:{hit.start_line}-{hit.end_line}"
+            f"{label}  [green]score {hit.similarity_score:.3f}[/]",
+            highlight=False,
+        )
+        for loc in hit.other_locations[:3]:
+            out.print(f"   [dim]same code in {loc.file_path}:{loc.start_line}[/]", highlight=False)
+        lines = hit.content.splitlines()
+        shown = "\n".join(lines[:SNIPPET_LINES])
+        out.print(
+            Syntax(
+                shown,
+                hit.language or "text",
+                line_numbers=True,
+                start_line=hit.start_line,
+                theme="ansi_dark",
+                background_color="default",
+            )
+        )
+        if len(lines) > SNIPPET_LINES:
+            out.print(f"   [dim]... {len(lines) - SNIPPET_LINES} more lines[/]", highlight=False)
+
+
+async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    settings = Settings()
+    async with open_codebase(settings, project_id=args.project) as cb:
+        if args.command == "index":
+            result = await _index(
+                cb, args.path, name=args.name, force=args.force, quiet=args.json, err=err
+            )
+            if args.json:
+                print(json.dumps(index_payload(result, cb.project_id, None), indent=2))
+            else:
+                _print_index(result, out)
+            return EXIT_OK if result.status.value != "failed" else EXIT_ERROR
+
+        if not 1 <= args.limit <= MAX_SEARCH_LIMIT:
+            raise InvalidLimit(args.limit, 1, MAX_SEARCH_LIMIT)
+        if not args.query.strip():
+            raise ValidationFailed("query", args.query, "must be a non-empty string")
+        repository_id = args.repository_id
+        if args.index:
+            indexed = await _index(cb, args.index, name=None, force=False, quiet=args.json, err=err)
+            repository_id = repository_id or indexed.repository_id
+            if not args.json:
+                _print_index(indexed, err)
+        result = await cb.search(
+            args.query,
+            mode=args.mode,
+            limit=args.limit,
+            repository_id=repository_id,
+            file_type=args.file_type,
+            directory=args.directory,
+            language=args.language,
+        )
+        if args.json:
+            print(json.dumps(search_payload(result, cb.project_id), indent=2))
+        else:
+            _print_search(result, out)
+        return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``codebase-mcp`` console script."""
+    args = _parser().parse_args(argv)
+    out = Console()
+    err = Console(stderr=True)
+    try:
+        return asyncio.run(_run(args, out, err))
+    except ValidationFailed as e:
+        err.print(str(e), highlight=False, markup=False)
+        return EXIT_USAGE
+    except InvalidLimit as e:
+        err.print(str(e), highlight=False, markup=False)
+        return EXIT_USAGE
+    except CoreError as e:
+        err.print(str(e), highlight=False, markup=False)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

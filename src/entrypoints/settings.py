@@ -1,0 +1,54 @@
+"""Configuration from the environment (prefix ``CODEBASE_MCP_``), via pydantic-settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from codebase_core.fusion import FusionMethod
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("codebase-mcp", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every knob, with its environment variable (see the README's configuration table)."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEBASE_MCP_", extra="ignore")
+
+    store: Literal["memory"] = "memory"
+    embedder: Literal["none", "hash"] = "none"
+    hash_dimension: int = Field(default=384, ge=8, le=4096)
+    project: str = "default"
+    data_dir: Path = Field(default_factory=_default_data_dir)
+
+    # Read now so later issues can use them; seed-compatible names without the prefix.
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("CODEBASE_MCP_DATABASE_URL", "DATABASE_URL")
+    )
+    ollama_base_url: str = Field(
+        default="http://localhost:11434",
+        validation_alias=AliasChoices("CODEBASE_MCP_OLLAMA_BASE_URL", "OLLAMA_BASE_URL"),
+    )
+    ollama_embedding_model: str = Field(
+        default="nomic-embed-text",
+        validation_alias=AliasChoices(
+            "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL", "OLLAMA_EMBEDDING_MODEL"
+        ),
+    )
+
+    max_file_bytes: int = Field(default=1_048_576, ge=1)
+    allow_secrets: bool = False
+    chunk_max_tokens: int = Field(default=512, ge=32)
+    chunk_min_tokens: int = Field(default=48, ge=0)
+    index_batch_files: int = Field(default=64, ge=1)
+
+    fusion_method: FusionMethod = "rrf"
+    fusion_semantic_weight: float = Field(default=1.0, ge=0.0)
+    fusion_lexical_weight: float = Field(default=0.5, ge=0.0)
+    fusion_rrf_k: int = Field(default=60, ge=1)

@@ -1,0 +1,270 @@
+"""ChunkStore contract: every adapter must pass every test here."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+
+from codebase_core import lexical
+from codebase_core.errors import RepositoryNotFound
+from codebase_core.models import SearchFilters
+from codebase_core.ports import ChunkStore
+from tests.factories import file_batch, repo
+
+NO_FILTER = SearchFilters()
+
+
+async def _seed(store: ChunkStore) -> None:
+    await store.save_repository(repo("r1", "/repos/r1", "one"))
+    await store.save_repository(repo("r2", "/repos/r2", "two"))
+    await store.replace_files(
+        "r1",
+        [
+            file_batch("r1", "src/auth/login.py", ["def login(user, password):", "    check"],
+                       vectors=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+            file_batch("r1", "src/a_b/util.py", ["def parse_config(path): return path"],
+                       vectors=[[0.6, 0.8, 0.0]]),
+            file_batch("r1", "src/aXb/other.py", ["def parse_json(text): return text"],
+                       vectors=[[0.0, 0.0, 1.0]]),
+            file_batch("r1", "docs/100%/guide.md", ["# Login guide", "how to login"],
+                       vectors=[[0.8, 0.6, 0.0], [0.0, 0.6, 0.8]]),
+        ],
+    )
+    await store.replace_files(
+        "r2",
+        [file_batch("r2", "main.go", ["func login() {}"], vectors=[[0.9, 0.0, 0.436]])],
+    )
+
+
+def test_is_a_chunk_store(chunk_store: ChunkStore) -> None:
+    assert isinstance(chunk_store, ChunkStore)
+
+
+async def test_repositories_round_trip_with_live_counts(chunk_store: ChunkStore) -> None:
+    await _seed(chunk_store)
+    r1 = await chunk_store.get_repository("r1")
+    assert (r1.name, r1.path, r1.file_count, r1.chunk_count) == ("one", "/repos/r1", 4, 6)
+    found = await chunk_store.find_repository("/repos/r2")
+    assert found is not None and found.id == "r2" and found.chunk_count == 1
+    assert await chunk_store.find_repository("/nowhere") is None
+    assert [r.name for r in await chunk_store.list_repositories()] == ["one", "two"]
+
+
+async def test_unknown_repository_raises(chunk_store: ChunkStore) -> None:
+    with pytest.raises(RepositoryNotFound):
+        await chunk_store.get_repository("missing")
+    with pytest.raises(RepositoryNotFound):
+        await chunk_store.delete_repository("missing")
+    with pytest.raises(RepositoryNotFound):
+        await chunk_store.replace_files("missing", [file_batch("missing", "a.py", ["x = 1"])])
+
+
+async def test_file_hashes_texts_and_chunks(chunk_store: ChunkStore) -> None:
+    await _seed(chunk_store)
+    hashes = await chunk_store.file_hashes("r1")
+    assert sorted(hashes) == [
+        "docs/100%/guide.md", "src/aXb/other.py", "src/a_b/util.py", "src/auth/login.py"
+    ]
+    texts = await chunk_store.file_texts("r1", ["src/auth/login.py", "nope.py"])
+    assert texts == {"src/auth/login.py": "def login(user, password):\n    check"}
+    chunks = await chunk_store.chunks("r1")  # ordered by code point ('X' < '_')
+    assert [(c.file_path, c.start_line) for c in chunks] == [
+        ("docs/100%/guide.md", 1), ("docs/100%/guide.md", 2), ("src/aXb/other.py", 1),
+        ("src/a_b/util.py", 1), ("src/auth/login.py", 1), ("src/auth/login.py", 2),
+    ]
+
+
+async def test_replace_leaves_no_trace_of_old_chunks(chunk_store: ChunkStore) -> None:
+    await _seed(chunk_store)
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", "src/auth/login.py", ["def logout(): pass"],
+                          vectors=[[0.0, 1.0, 0.0]])]
+    )
+    chunks = [c for c in await chunk_store.chunks("r1") if c.file_path == "src/auth/login.py"]
+    assert [c.content for c in chunks] == ["def logout(): pass"]
+    hits, total = await chunk_store.lexical_search(["password"], NO_FILTER, 10)
+    assert hits == [] and total == 0
+    vec_hits, vec_total = await chunk_store.vector_search([1.0, 0.0, 0.0], NO_FILTER, 50)
+    assert vec_total == 6
+    assert all(h.chunk.content != "def login(user, password):" for h in vec_hits)
+
+
+async def test_delete_files_and_repository(chunk_store: ChunkStore) -> None:
+    await _seed(chunk_store)
+    assert await chunk_store.delete_files("r1", ["src/auth/login.py", "absent.py"]) == 1
+    assert "src/auth/login.py" not in await chunk_store.file_hashes("r1")
+    hits, _ = await chunk_store.lexical_search(["password"], NO_FILTER, 10)
+    assert hits == []
+    await chunk_store.delete_repository("r1")
+    with pytest.raises(RepositoryNotFound):
+        await chunk_store.get_repository("r1")
+    hits, total = await chunk_store.lexical_search(["login"], NO_FILTER, 10)
+    assert [h.chunk.repository_id for h in hits] == ["r2"] and total == 1
+
+
+async def test_vector_search_ranks_by_cosine(chunk_store: ChunkStore) -> None:
+    await _seed(chunk_store)
+    hits, total = await chunk_store.vector_search([2.0, 0.0, 0.0], NO_FILTER, 3)
+    assert total == 7
+    assert [h.chunk.file_path for h in hits] == [
+        "src/auth/login.py", "main.go", "docs/100%/guide.md"
+    ]
+    assert [round(h.score, 3) for h in hits] == [1.0, 0.9, 0.8]
+
+
+async def test_vector_search_ties_break_by_path_then_line(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo())
+    same = [[1.0, 0.0], [1.0, 0.0]]
+    await chunk_store.replace_files(
+        "r1",
+        [file_batch("r1", "b.py", ["x = 1", "y = 2"], vectors=same),
+         file_batch("r1", "a.py", ["z = 3"], vectors=[[1.0, 0.0]])],
+    )
+    hits, _ = await chunk_store.vector_search([1.0, 0.0], NO_FILTER, 3)
+    assert [(h.chunk.file_path, h.chunk.start_line) for h in hits] == [
+        ("a.py", 1), ("b.py", 1), ("b.py", 2)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (SearchFilters(repository_id="r2"), ["main.go"]),
+        (SearchFilters(file_type="md"), ["docs/100%/guide.md", "docs/100%/guide.md"]),
+        (SearchFilters(language="go"), ["main.go"]),
+        (SearchFilters(directory="src/auth"), ["src/auth/login.py", "src/auth/login.py"]),
+        # '_' and '%' are literal characters, not LIKE wildcards.
+        (SearchFilters(directory="src/a_b"), ["src/a_b/util.py"]),
+        (SearchFilters(directory="docs/100%"), ["docs/100%/guide.md", "docs/100%/guide.md"]),
+        (SearchFilters(directory="docs/1"), []),
+        (SearchFilters(directory="src", file_type="py", repository_id="r1"),
+         ["src/a_b/util.py", "src/aXb/other.py", "src/auth/login.py", "src/auth/login.py"]),
+    ],
+)
+async def test_vector_search_filters(
+    chunk_store: ChunkStore, filters: SearchFilters, expected: list[str]
+) -> None:
+    await _seed(chunk_store)
+    hits, total = await chunk_store.vector_search([1.0, 1.0, 1.0], filters, 50)
+    assert sorted(h.chunk.file_path for h in hits) == sorted(expected)
+    assert total == len(expected)
+
+
+async def test_filtered_vector_search_fills_the_limit(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo())
+    # 200 chunks close to the query in a.py, 30 far from it in rare.md: a filter on the rare
+    # file type must still return 20 hits, not only those among the nearest candidates.
+    await chunk_store.replace_files(
+        "r1",
+        [
+            file_batch("r1", "a.py", [f"v{i} = {i}" for i in range(200)],
+                       vectors=[[1.0, i / 1000] for i in range(200)]),
+            file_batch("r1", "rare.md", [f"note {i}" for i in range(30)],
+                       vectors=[[-1.0, i / 1000] for i in range(30)]),
+        ],
+    )
+    hits, total = await chunk_store.vector_search([1.0, 0.0], SearchFilters(file_type="md"), 20)
+    assert len(hits) == 20 and total == 30
+
+
+def _reference_bm25(docs: dict[str, Counter[str]], terms: list[str]) -> dict[str, float]:
+    """BM25 computed from scratch, independently of any adapter."""
+    n = len(docs)
+    avg = sum(sum(d.values()) for d in docs.values()) / n
+    out: dict[str, float] = {}
+    bound = 0.0
+    for t in terms:
+        df = sum(1 for d in docs.values() if t in d)
+        if df == 0:
+            continue
+        w = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        bound += w * 2.2
+        for key, d in docs.items():
+            tf = d.get(t, 0)
+            if tf:
+                length = sum(d.values())
+                out[key] = out.get(key, 0.0) + w * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+    return {k: v / bound for k, v in out.items()}
+
+
+CORPUS = {
+    "pkg/config.py": [
+        "def load_config(path):\n    with open(path) as f:\n        return parse_config(f.read())",
+        "def parse_config(text):\n    return json.loads(text)",
+        "class ConfigError(Exception):\n    pass",
+    ],
+    "pkg/http/server.py": [
+        "class HTTPServer:\n    def serve_forever(self):\n        while True:\n            self.handle()",
+        "def parse_request(raw):\n    method, path = raw.split(' ', 1)\n    return method, path",
+    ],
+    "pkg/util.py": [
+        "def retry(fn, attempts=3):\n    for _ in range(attempts):\n        try:\n            return fn()",
+        "def parse_json(text):\n    return json.loads(text)",
+    ],
+    "README.md": ["# Config\nThe config file is parsed by load_config.", "Server usage"],
+}
+
+
+@pytest.mark.parametrize("query", ["parse config", "json loads", "HTTPServer serve", "retry"])
+async def test_lexical_search_is_exact_bm25(chunk_store: ChunkStore, query: str) -> None:
+    await chunk_store.save_repository(repo())
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", path, pieces) for path, pieces in CORPUS.items()]
+    )
+    terms = lexical.query_terms(query)
+    docs = {
+        (path, piece): lexical.document_terms(piece, path)
+        for path, pieces in CORPUS.items()
+        for piece in pieces
+    }
+    expected = _reference_bm25(docs, terms)
+    hits, total = await chunk_store.lexical_search(terms, NO_FILTER, 10)
+    assert total == len(expected)
+    want = sorted(expected.items(), key=lambda kv: -kv[1])[:10]
+    assert [round(h.score, 9) for h in hits] == [round(v, 9) for _, v in want]
+    got = {(h.chunk.file_path, h.chunk.content): h.score for h in hits}
+    for key, score in got.items():
+        assert score == pytest.approx(expected[key], rel=1e-9)
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+
+
+async def test_lexical_search_filters_do_not_change_scores(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo())
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", path, pieces) for path, pieces in CORPUS.items()]
+    )
+    terms = lexical.query_terms("parse json")
+    unfiltered, _ = await chunk_store.lexical_search(terms, NO_FILTER, 10)
+    filtered, total = await chunk_store.lexical_search(
+        terms, SearchFilters(directory="pkg/http"), 10
+    )
+    assert total == 1
+    assert filtered[0].score == pytest.approx(
+        next(h.score for h in unfiltered if h.chunk.file_path == "pkg/http/server.py")
+    )
+
+
+async def test_lexical_ties_break_by_path_then_line(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo())
+    await chunk_store.replace_files(
+        "r1",
+        [file_batch("r1", "b.txt", ["token", "token"]), file_batch("r1", "a.txt", ["token"])],
+    )
+    hits, _ = await chunk_store.lexical_search(["token"], NO_FILTER, 10)
+    assert [(h.chunk.file_path, h.chunk.start_line) for h in hits] == [
+        ("a.txt", 1), ("b.txt", 1), ("b.txt", 2)
+    ]
+
+
+async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
+    await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
+    assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}
+    assert await chunk_store.cached_embeddings("m2", ["h1"]) == {}
+
+
+async def test_empty_store_searches(chunk_store: ChunkStore) -> None:
+    assert await chunk_store.vector_search([1.0, 0.0], NO_FILTER, 5) == ([], 0)
+    assert await chunk_store.lexical_search(["x"], NO_FILTER, 5) == ([], 0)
+    assert await chunk_store.list_repositories() == []

@@ -1,0 +1,58 @@
+"""Builders for test data shared by the suites."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from codebase_core.languages import language_for_path
+from codebase_core.models import Chunk, Repository, SourceFile, chunk_id_for, sha256_hex
+
+
+@dataclass(frozen=True)
+class FileBatch:
+    """An IndexedFile for ChunkStore.replace_files."""
+
+    file: SourceFile
+    text: str
+    chunks: Sequence[Chunk]
+    vectors: Sequence[Sequence[float]] | None = None
+
+
+def repo(repo_id: str = "r1", path: str = "/repos/r1", name: str = "r1") -> Repository:
+    return Repository(id=repo_id, name=name, path=path)
+
+
+def file_batch(
+    repository_id: str,
+    path: str,
+    pieces: Sequence[str],
+    vectors: Sequence[Sequence[float]] | None = None,
+) -> FileBatch:
+    """A file whose text is ``pieces`` joined by newlines, one chunk per piece."""
+    text = "\n".join(pieces)
+    chunks = []
+    line = 1
+    for piece in pieces:
+        n = piece.count("\n") + 1
+        h = sha256_hex(piece)
+        chunks.append(
+            Chunk(
+                id=chunk_id_for(repository_id, path, line, line + n - 1, h),
+                repository_id=repository_id,
+                file_path=path,
+                language=language_for_path(path),
+                symbol=None,
+                kind="block",
+                start_line=line,
+                end_line=line + n - 1,
+                content=piece,
+                content_hash=h,
+                token_count=len(piece.split()),
+            )
+        )
+        line += n
+    source = SourceFile(
+        path=path, language=language_for_path(path), content_hash=sha256_hex(text), size=len(text)
+    )
+    return FileBatch(file=source, text=text, chunks=chunks, vectors=vectors)

@@ -1,0 +1,69 @@
+"""Hybrid fusion invariants."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codebase_core.fusion import FusionConfig, fuse
+from codebase_core.models import Chunk, ScoredChunk
+
+
+def _chunk(i: int) -> Chunk:
+    return Chunk(
+        id=f"c{i}", repository_id="r", file_path=f"f{i:03d}.py", language="python",
+        start_line=1, end_line=1, content=f"x{i}", content_hash=f"h{i}", token_count=1,
+    )
+
+
+def _ranked(ids: list[int], scores: list[float]) -> list[ScoredChunk]:
+    return [ScoredChunk(chunk=_chunk(i), score=s) for i, s in zip(ids, scores, strict=False)]
+
+
+lists = st.lists(st.integers(0, 30), unique=True, max_size=15)
+methods = st.sampled_from(["rrf", "linear"])
+weights = st.floats(0.01, 5)
+
+
+@given(lists, lists, methods, weights, weights)
+def test_fused_scores_in_unit_interval_sorted_and_complete(
+    a: list[int], b: list[int], method: str, ws: float, wl: float
+) -> None:
+    sem = _ranked(a, sorted((1 - i / 40 for i in range(len(a))), reverse=True))
+    lex = _ranked(b, sorted((1 - i / 40 for i in range(len(b))), reverse=True))
+    cfg = FusionConfig(method=method, semantic_weight=ws, lexical_weight=wl)  # type: ignore[arg-type]
+    fused = fuse(sem, lex, cfg)
+    assert {f.chunk.id for f in fused} == {f"c{i}" for i in (*a, *b)}
+    assert all(0.0 <= f.score <= 1.0 for f in fused)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+
+
+@given(lists.filter(bool), methods)
+def test_identical_lists_keep_their_order(a: list[int], method: str) -> None:
+    scores = [1 - i / 40 for i in range(len(a))]
+    fused = fuse(_ranked(a, scores), _ranked(a, scores), FusionConfig(method=method))  # type: ignore[arg-type]
+    assert [f.chunk.id for f in fused] == [f"c{i}" for i in a]
+
+
+def test_first_in_both_scores_one_with_rrf() -> None:
+    fused = fuse(_ranked([1, 2], [0.9, 0.5]), _ranked([1, 3], [0.7, 0.2]), FusionConfig())
+    assert fused[0].chunk.id == "c1" and fused[0].score == 1.0
+
+
+def test_weights_decide_disagreements() -> None:
+    sem, lex = _ranked([1, 2], [0.9, 0.8]), _ranked([2, 1], [0.9, 0.1])
+    assert fuse(sem, lex, FusionConfig(semantic_weight=1, lexical_weight=0.2))[0].chunk.id == "c1"
+    assert fuse(sem, lex, FusionConfig(semantic_weight=0.2, lexical_weight=1))[0].chunk.id == "c2"
+    lin = FusionConfig(method="linear", semantic_weight=0.5, lexical_weight=0.5)
+    assert fuse(sem, lex, lin)[0].chunk.id == "c2"  # (0.8 + 0.9) / 2 beats (0.9 + 0.1) / 2
+
+
+def test_zero_weight_list_is_ignored() -> None:
+    sem, lex = _ranked([1, 2], [0.9, 0.8]), _ranked([2, 3], [0.9, 0.8])
+    fused = fuse(sem, lex, FusionConfig(semantic_weight=1, lexical_weight=0))
+    assert [f.chunk.id for f in fused][:2] == ["c1", "c2"]
+
+
+def test_ties_break_by_path() -> None:
+    fused = fuse(_ranked([5], [0.5]), _ranked([3], [0.5]), FusionConfig(semantic_weight=1, lexical_weight=1))
+    assert [f.chunk.id for f in fused] == ["c3", "c5"]

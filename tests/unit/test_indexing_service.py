@@ -1,0 +1,215 @@
+"""IndexingService: incremental indexing, the embedding cache, errors, progress, cancellation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.hashing import HashingEmbedder
+from adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from adapters.tokens import TiktokenCounter
+from adapters.treesitter import TreeSitterChunker
+from codebase_core.errors import Cancelled, ModelMismatch, ValidationFailed
+from codebase_core.models import IndexStatus
+from codebase_core.services import CancellationToken, IndexingService
+
+ROOT = "/repo"
+TOKENS = TiktokenCounter()
+CHUNKER = TreeSitterChunker(TOKENS)
+
+FILES = {
+    "app/auth.py": "import hashlib\n\n\ndef hash_password(pw):\n    return hashlib.sha256(pw.encode()).hexdigest()\n\n\ndef check_password(pw, digest):\n    return hash_password(pw) == digest\n",
+    "app/server.go": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n",
+    "README.md": "# Demo\n\nA tiny repository.\n",
+}
+
+
+class CountingEmbedder(HashingEmbedder):
+    """A hashing embedder that counts what it was asked to embed."""
+
+    def __init__(self, dimension: int = 64) -> None:
+        super().__init__(dimension)
+        self.embedded: list[str] = []
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        return await super().embed_documents(texts)
+
+
+class CountingStore(InMemoryChunkStore):
+    """An in-memory store that counts writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    async def replace_files(self, repository_id, files):  # type: ignore[no-untyped-def]
+        self.writes += len(files)
+        await super().replace_files(repository_id, files)
+
+    async def delete_files(self, repository_id, paths):  # type: ignore[no-untyped-def]
+        self.writes += len(paths)
+        return await super().delete_files(repository_id, paths)
+
+
+def _service(tree: InMemorySourceTree, store: InMemoryChunkStore, embedder: HashingEmbedder | None) -> IndexingService:
+    return IndexingService(store, tree, CHUNKER, TOKENS, embedder, batch_files=2)
+
+
+async def test_first_index_then_unchanged_reindex_does_nothing() -> None:
+    tree, store, emb = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), CountingStore(), CountingEmbedder()
+    service = _service(tree, store, emb)
+    first = await service.index(ROOT)
+    assert first.status is IndexStatus.SUCCESS
+    assert (first.files_indexed, first.files_unchanged, first.files_deleted) == (3, 0, 0)
+    assert first.chunks_created == len(await store.chunks(first.repository_id)) > 3
+    assert first.chunks_embedded == len(emb.embedded)
+    writes, embedded = store.writes, len(emb.embedded)
+    again = await service.index(ROOT)
+    assert (again.files_indexed, again.files_unchanged, again.chunks_embedded) == (0, 3, 0)
+    assert store.writes == writes and len(emb.embedded) == embedded
+
+
+async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> None:
+    tree, store, emb = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), CountingStore(), CountingEmbedder()
+    service = _service(tree, store, emb)
+    await service.index(ROOT)
+    emb.embedded.clear()
+    edited = FILES["app/auth.py"].replace("return hash_password(pw) == digest", "return hmac.compare_digest(hash_password(pw), digest)")
+    tree.put(ROOT, "app/auth.py", edited)
+    result = await service.index(ROOT)
+    assert result.files_indexed == 1 and result.files_unchanged == 2
+    assert emb.embedded and all("hash_password(pw):\n    return hashlib" not in t for t in emb.embedded)
+    assert any("compare_digest" in t for t in emb.embedded)
+    emb.embedded.clear()
+    forced = await service.index(ROOT, force=True)
+    assert forced.files_indexed == 3 and forced.chunks_embedded == 0 and emb.embedded == []
+    assert forced.embeddings_cached == forced.chunks_created or forced.embeddings_cached > 0
+
+
+async def test_deleted_files_lose_their_chunks() -> None:
+    tree, store = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), InMemoryChunkStore()
+    service = _service(tree, store, None)
+    first = await service.index(ROOT)
+    tree.remove(ROOT, "app/server.go")
+    result = await service.index(ROOT)
+    assert result.files_deleted == 1
+    assert {c.file_path for c in await store.chunks(first.repository_id)} == {"app/auth.py", "README.md"}
+    repo = await store.get_repository(first.repository_id)
+    assert repo.file_count == 2
+
+
+async def test_undecodable_file_is_a_per_file_error() -> None:
+    tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
+    store = InMemoryChunkStore()
+    result = await _service(tree, store, None).index(ROOT)
+    assert result.status is IndexStatus.PARTIAL
+    assert [e.path for e in result.errors] == ["bad.py"]
+    assert {c.file_path for c in await store.chunks(result.repository_id)} == {"ok.py"}
+
+
+async def test_file_that_becomes_unreadable_keeps_no_stale_chunks() -> None:
+    tree, store = InMemorySourceTree({ROOT: {"a.py": b"x = 1\n"}}), InMemoryChunkStore()
+    service = _service(tree, store, None)
+    first = await service.index(ROOT)
+    tree.put(ROOT, "a.py", b"\xff\xfe bad")
+    result = await service.index(ROOT)
+    assert result.status is IndexStatus.FAILED
+    assert await store.chunks(first.repository_id) == []
+
+
+async def test_model_change_requires_force() -> None:
+    tree, store = InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}), InMemoryChunkStore()
+    await _service(tree, store, HashingEmbedder(64)).index(ROOT)
+    with pytest.raises(ModelMismatch, match="--force"):
+        await _service(tree, store, HashingEmbedder(128)).index(ROOT)
+    result = await _service(tree, store, HashingEmbedder(128)).index(ROOT, force=True)
+    repo = await store.get_repository(result.repository_id)
+    assert repo.embedding_model == "hash-128" and result.chunks_embedded == 1
+
+
+async def test_relative_root_is_rejected() -> None:
+    with pytest.raises(ValidationFailed, match="absolute"):
+        await _service(InMemorySourceTree(), InMemoryChunkStore(), None).index("repo")
+
+
+async def test_progress_is_reported_in_order() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(5)}
+    events: list[tuple[str, int, int]] = []
+
+    async def progress(phase: str, done: int, total: int) -> None:
+        events.append((phase, done, total))
+
+    await _service(InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), None).index(ROOT, progress=progress)
+    assert events[0] == ("scanning", 0, 1) and events[-1] == ("done", 5, 5)
+    writing = [e for e in events if e[0] == "writing"]
+    assert [d for _, d, _ in writing] == [2, 4, 5]
+
+
+async def test_cancellation_stops_between_batches_and_leaves_whole_files() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(6)}
+    store = InMemoryChunkStore()
+    token = CancellationToken()
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase == "writing" and done >= 2:
+            token.cancel()
+
+    service = _service(InMemorySourceTree({ROOT: files}), store, None)
+    with pytest.raises(Cancelled):
+        await service.index(ROOT, progress=progress, cancel=token)
+    repo = await store.find_repository(ROOT)
+    assert repo is not None
+    hashes = await store.file_hashes(repo.id)
+    assert sorted(hashes) == ["m0.py", "m1.py"]
+    # Resuming finishes the job and converges.
+    done = await service.index(ROOT)
+    assert done.files_indexed == 4 and done.files_unchanged == 2
+
+
+# --- property: incremental indexing converges to a fresh index -----------------------------
+
+_snippets = st.sampled_from(
+    [
+        "def alpha(x):\n    return x + 1\n",
+        "class Beta:\n    def run(self):\n        return 'beta'\n",
+        "import os\nPATH = os.getcwd()\n",
+        "# Notes\n\nSome *markdown* text.\n",
+        "func gamma() int {\n\treturn 3\n}\n",
+        "",
+    ]
+)
+_names = st.sampled_from(["a.py", "b.py", "pkg/c.py", "README.md", "main.go", "pkg/d.py"])
+_trees = st.dictionaries(_names, st.lists(_snippets, max_size=3).map("\n".join), max_size=5)
+
+
+def _state(chunks: list) -> list[tuple]:  # type: ignore[type-arg]
+    return [(c.id, c.file_path, c.start_line, c.end_line, c.content_hash, c.symbol) for c in chunks]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=_trees, after=_trees)
+async def test_incremental_reindex_equals_fresh_index(before: dict[str, str], after: dict[str, str]) -> None:
+    tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in before.items()}})
+    store = InMemoryChunkStore()
+    emb = CountingEmbedder()
+    service = _service(tree, store, emb)
+    await service.index(ROOT)
+    for path in before:
+        tree.remove(ROOT, path)
+    for path, text in after.items():
+        tree.put(ROOT, path, text)
+    result = await service.index(ROOT)
+
+    fresh_store = InMemoryChunkStore()
+    fresh = await _service(InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}), fresh_store, CountingEmbedder()).index(ROOT)
+    assert _state(await store.chunks(result.repository_id)) == _state(await fresh_store.chunks(fresh.repository_id))
+    assert await store.file_hashes(result.repository_id) == await fresh_store.file_hashes(fresh.repository_id)
+
+    # And a third run over the unchanged tree writes and embeds nothing.
+    embedded = len(emb.embedded)
+    third = await service.index(ROOT)
+    assert third.files_indexed == 0 and third.files_deleted == 0 and len(emb.embedded) == embedded

@@ -1,0 +1,69 @@
+"""The code-aware analyser and BM25 helpers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codebase_core import lexical
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("getUserName", ["getusername", "get", "user", "name"]),
+        ("HTTPServer", ["httpserver", "http", "server"]),
+        ("parse_json_file", ["parse", "json", "file"]),
+        ("base64Encode", ["base64encode", "base", "64", "encode"]),
+        ("how to read a file in Python", ["read", "file", "python"]),
+        ("classes queries", ["classe", "query"]),
+        ("x = y + 1", []),
+    ],
+)
+def test_analyse(text: str, expected: list[str]) -> None:
+    assert lexical.analyse(text) == expected
+
+
+def test_query_terms_are_distinct_in_order() -> None:
+    assert lexical.query_terms("parse config, parse JSON config") == ["parse", "config", "json"]
+
+
+def test_document_terms_include_the_path() -> None:
+    terms = lexical.document_terms("x = 1", "src/authLogin.py")
+    assert terms["auth"] == 1 and terms["login"] == 1 and terms["src"] == 1
+
+
+@given(st.text())
+def test_analyse_never_fails_and_yields_lowercase_terms(text: str) -> None:
+    for term in lexical.analyse(text):
+        assert term == term.lower() and len(term) > 1 and term.isalnum()
+
+
+@given(
+    tf=st.integers(1, 50),
+    doc_len=st.integers(1, 500),
+    avg=st.floats(1, 500),
+    df=st.integers(1, 1000),
+    extra=st.integers(0, 1000),
+)
+def test_bm25_term_is_positive_and_below_its_bound(
+    tf: int, doc_len: int, avg: float, df: int, extra: int
+) -> None:
+    w = lexical.idf(df + extra, df)
+    score = lexical.term_score(tf, max(doc_len, tf), avg, w)
+    assert 0 < score
+    # The normalised score can exceed the bound only for documents far shorter than average.
+    if max(doc_len, tf) >= avg:
+        assert lexical.normalised(score, lexical.upper_bound([w])) <= 1.0
+
+
+@given(tf=st.integers(1, 20), doc_len=st.integers(20, 200), avg=st.floats(10, 100))
+def test_bm25_grows_with_tf_and_shrinks_with_length(tf: int, doc_len: int, avg: float) -> None:
+    w = lexical.idf(100, 5)
+    assert lexical.term_score(tf + 1, doc_len, avg, w) > lexical.term_score(tf, doc_len, avg, w)
+    assert lexical.term_score(tf, doc_len + 10, avg, w) < lexical.term_score(tf, doc_len, avg, w)
+
+
+def test_rarer_terms_weigh_more() -> None:
+    assert lexical.idf(1000, 2) > lexical.idf(1000, 200) > 0

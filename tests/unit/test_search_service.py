@@ -1,0 +1,165 @@
+"""SearchService: modes, scores, filters, duplicate collapsing, context from the snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.hashing import HashingEmbedder
+from adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from adapters.tokens import TiktokenCounter
+from adapters.treesitter import TreeSitterChunker
+from codebase_core.errors import (
+    EmbedderUnavailable,
+    InvalidLimit,
+    ModelMismatch,
+    RepositoryNotFound,
+    ValidationFailed,
+)
+from codebase_core.models import SearchMode, SearchQuery
+from codebase_core.services import IndexingService, SearchService
+
+ROOT = "/repo"
+TOKENS = TiktokenCounter()
+CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
+
+HELPERS = """import json
+
+
+def load_settings(path):
+    \"\"\"Read the settings file and parse it as JSON.\"\"\"
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def send_email(recipient, body):
+    \"\"\"Deliver a message through the SMTP relay.\"\"\"
+    relay = connect_smtp()
+    relay.sendmail(recipient, body)
+"""
+
+DUPLICATE = """def slugify(text):
+    \"\"\"Lowercase text and join its words with dashes.\"\"\"
+    return "-".join(text.lower().split())
+"""
+
+
+async def _indexed(embedder: HashingEmbedder | None = None) -> tuple[InMemoryChunkStore, str]:
+    files = {
+        "pkg/helpers.py": HELPERS,
+        "pkg/text/slug.py": DUPLICATE,
+        "vendor/copy/slug.py": DUPLICATE,
+        "web/app.ts": "export function renderPage(title: string): string {\n  return `<h1>${title}</h1>`;\n}\n",
+    }
+    tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
+    store = InMemoryChunkStore()
+    result = await IndexingService(store, tree, CHUNKER, TOKENS, embedder).index(ROOT)
+    return store, result.repository_id
+
+
+async def test_lexical_finds_identifier_with_context_from_snapshot() -> None:
+    store, _ = await _indexed()
+    service = SearchService(store, None)
+    assert service.default_mode is SearchMode.LEXICAL
+    result = await service.search(SearchQuery.build("send_email", mode="lexical"))
+    top = result.hits[0]
+    assert top.symbol == "send_email" and top.file_path == "pkg/helpers.py"
+    assert (top.start_line, top.end_line) == (10, 13)
+    assert "def load_settings" in top.context_before and top.context_after == ""
+    assert 0 < top.similarity_score <= 1
+    assert result.total_count >= 1 and result.mode is SearchMode.LEXICAL
+
+
+async def test_identical_code_collapses_into_one_hit_with_other_locations() -> None:
+    store, _ = await _indexed()
+    result = await SearchService(store, None).search(SearchQuery.build("slugify dashes"))
+    slugs = [h for h in result.hits if h.symbol == "slugify"]
+    assert len(slugs) == 1
+    assert [loc.file_path for loc in slugs[0].other_locations] == ["vendor/copy/slug.py"]
+    assert slugs[0].file_path == "pkg/text/slug.py"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "paths"),
+    [
+        ({"file_type": "ts"}, {"web/app.ts"}),
+        ({"language": "typescript"}, {"web/app.ts"}),
+        ({"directory": "pkg/text/"}, {"pkg/text/slug.py"}),
+        ({"directory": "./vendor"}, {"vendor/copy/slug.py"}),
+    ],
+)
+async def test_filters(kwargs: dict[str, str], paths: set[str]) -> None:
+    store, _ = await _indexed()
+    result = await SearchService(store, None).search(
+        SearchQuery.build("render page slugify text title", **kwargs)  # type: ignore[arg-type]
+    )
+    assert result.hits and {h.file_path for h in result.hits} == paths
+
+
+async def test_semantic_and_hybrid_with_an_embedder() -> None:
+    emb = HashingEmbedder(256)
+    store, repo_id = await _indexed(emb)
+    service = SearchService(store, emb)
+    assert service.default_mode is SearchMode.HYBRID
+    for mode in ("semantic", "hybrid"):
+        result = await service.search(
+            SearchQuery.build("load settings json file", mode=mode, repository_id=repo_id)
+        )
+        assert result.hits[0].symbol == "load_settings", mode
+        assert all(0 <= h.similarity_score <= 1 for h in result.hits)
+    semantic = await service.search(SearchQuery.build("anything", mode="semantic"))
+    assert semantic.total_count == len(await store.chunks(repo_id))
+
+
+async def test_semantic_without_embedder_is_an_error_and_hybrid_degrades() -> None:
+    store, _ = await _indexed()
+    service = SearchService(store, None)
+    with pytest.raises(EmbedderUnavailable):
+        await service.search(SearchQuery.build("x y", mode="semantic"))
+    result = await service.search(SearchQuery.build("send email", mode="hybrid"))
+    assert result.mode is SearchMode.LEXICAL and result.hits
+
+
+async def test_searching_with_another_model_is_refused() -> None:
+    store, repo_id = await _indexed(HashingEmbedder(64))
+    service = SearchService(store, HashingEmbedder(128))
+    with pytest.raises(ModelMismatch, match="force"):
+        await service.search(SearchQuery.build("load settings", mode="semantic"))
+    with pytest.raises(RepositoryNotFound):
+        await service.search(SearchQuery.build("x", mode="semantic", repository_id="nope"))
+    lexical = await service.search(SearchQuery.build("load settings", mode="lexical"))
+    assert lexical.hits[0].repository_id == repo_id
+
+
+async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
+    # An oversized function is split with overlapping lines; a query matching the overlap
+    # must not return both parts.
+    body = "\n".join(f"    total_amount = total_amount + compute_value({i})" for i in range(80))
+    text = f"def accumulate():\n    total_amount = 0\n{body}\n    return total_amount\n"
+    tree = InMemorySourceTree({ROOT: {"big.py": text.encode()}})
+    store = InMemoryChunkStore()
+    chunker = TreeSitterChunker(TOKENS, max_tokens=200)
+    await IndexingService(store, tree, chunker, TOKENS, None).index(ROOT)
+    chunks = await store.chunks((await store.list_repositories())[0].id)
+    assert len(chunks) > 2
+    result = await SearchService(store, None).search(SearchQuery.build("total amount compute value", limit=50))
+    spans = sorted((h.start_line, h.end_line) for h in result.hits)
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:], strict=False):
+        shared = min(e1, e2) - max(s1, s2) + 1
+        assert shared / (min(e1 - s1, e2 - s2) + 1) < 0.5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"text": ""}, ValidationFailed, "query"),
+        ({"text": "   "}, ValidationFailed, "query"),
+        ({"text": "x" * 501}, ValidationFailed, "500"),
+        ({"text": "ok", "limit": 0}, InvalidLimit, "Limit must be between 1 and 50, got 0"),
+        ({"text": "ok", "limit": 51}, InvalidLimit, "got 51"),
+        ({"text": "ok", "mode": "fuzzy"}, ValidationFailed, "mode"),
+        ({"text": "ok", "directory": "../etc"}, ValidationFailed, "directory"),
+    ],
+)
+def test_query_validation(kwargs: dict, error: type[Exception], text: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(error, match=text):
+        SearchQuery.build(**kwargs)
