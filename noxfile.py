@@ -34,5 +34,6 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: retrieval quality on CoSQA and indexing throughput (see bench/README.md)."""
     session.install("-e", ".[dev]")
-    session.run("python", "bench/cosqa_eval.py", *session.posargs)
-    session.run("python", "bench/index_throughput.py")
+    session.run("python", "-m", "bench.cosqa_eval", "--out", "bench/results/cosqa_lexical.json")
+    session.run("python", "-m", "bench.own_eval", "--out", "bench/results/own_eval_lexical.json")
+    session.run("python", "-m", "bench.index_throughput", "--out", "bench/results/throughput.json")

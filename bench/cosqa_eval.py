@@ -1,0 +1,127 @@
+"""Retrieval quality on the CoSQA dev split (500 web queries over 6,267 Python functions).
+
+The corpus is written out as a repository of modules, ten functions per file, indexed with the
+project's own pipeline (filesystem scan, tree-sitter chunking, the configured store and
+embedder), and each query is run through the library facade. A query is answered at rank r
+when the r-th hit lies in the gold function's file, overlaps its lines, and is at most 20 lines
+longer than it (so a merged bundle or a whole class does not count for one small function).
+
+    python -m bench.cosqa_eval [--embedder none|hash] [--modes lexical,semantic,hybrid]
+                               [--data ../shared/bench/cosqa] [--out bench/results/cosqa.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.retrieval import metrics, rank_of
+from entrypoints.library import open_codebase
+from entrypoints.settings import Settings
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "bench" / "cosqa"
+PER_FILE = 10
+
+
+@dataclass(frozen=True)
+class Gold:
+    path: str
+    start: int
+    end: int
+
+
+def _normalise(code: str) -> str:
+    """The dataset strips the first line's indentation only; re-indent the body to 4 spaces."""
+    lines = code.replace("\r\n", "\n").split("\n")
+    rest = [ln for ln in lines[1:] if ln.strip()]
+    if rest:
+        indent = min(len(ln) - len(ln.lstrip(" ")) for ln in rest)
+        if indent > 4:
+            cut = indent - 4
+            lines = [lines[0]] + [ln[cut:] if ln[:cut].strip() == "" else ln for ln in lines[1:]]
+    return "\n".join(ln.rstrip() for ln in lines).strip("\n")
+
+
+def write_corpus(data: Path, root: Path) -> tuple[list[tuple[str, Gold]], int]:
+    code_to_idx: dict[str, int] = json.loads((data / "code_idx_map.txt").read_text())
+    by_idx = {i: code for code, i in code_to_idx.items()}
+    gold: dict[int, Gold] = {}
+    ordered = sorted(by_idx)
+    for file_no in range(0, len(ordered), PER_FILE):
+        rel = f"corpus/m{file_no // PER_FILE:04d}.py"
+        parts: list[str] = []
+        line = 1
+        for idx in ordered[file_no : file_no + PER_FILE]:
+            code = _normalise(by_idx[idx])
+            n = code.count("\n") + 1
+            gold[idx] = Gold(rel, line, line + n - 1)
+            parts.append(code)
+            line += n + 2  # two blank lines between functions
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n\n\n".join(parts) + "\n")
+    queries = json.loads((data / "cosqa-retrieval-dev-500.json").read_text())
+    return [(q["doc"], gold[q["retrieval_idx"]]) for q in queries], len(by_idx)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="cosqa-") as tmp:
+        root = Path(tmp) / "cosqa"
+        queries, n_functions = write_corpus(Path(args.data), root)
+        settings = Settings(store="memory", embedder=args.embedder)
+        async with open_codebase(settings) as cb:
+            t0 = time.perf_counter()
+            indexed = await cb.index(root)
+            index_s = time.perf_counter() - t0
+            out: dict[str, Any] = {
+                "embedder": args.embedder,
+                "functions": n_functions,
+                "queries": len(queries),
+                "files": indexed.files_indexed,
+                "chunks": indexed.chunks_created,
+                "index_seconds": round(index_s, 2),
+                "modes": {},
+            }
+            for mode in args.modes.split(","):
+                ranks: list[int | None] = []
+                latencies: list[float] = []
+                for text, g in queries:
+                    t = time.perf_counter()
+                    result = await cb.search(text, mode=mode, limit=10)
+                    latencies.append((time.perf_counter() - t) * 1000)
+                    ranks.append(rank_of(result.hits, g.path, g.start, g.end))
+                out["modes"][mode] = {
+                    **metrics(ranks),
+                    "latency_ms_p50": round(statistics.median(latencies), 2),
+                }
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--embedder", default="none", choices=["none", "hash"])
+    p.add_argument("--modes", default="lexical")
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    if not (Path(args.data) / "code_idx_map.txt").exists():
+        sys.exit(f"CoSQA data not found in {args.data} (expected ../shared/bench/cosqa)")
+    result = asyncio.run(run(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

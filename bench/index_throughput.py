@@ -1,0 +1,122 @@
+"""Indexing throughput on a generated repository of Python files (hashing embedder, memory store).
+
+Generates N files of 50-100 lines (deterministic), then measures with the library facade:
+a full index, an unchanged re-index (median of several runs) and a re-index after editing 1%
+of the files.
+
+    python -m bench.index_throughput [--files 10000] [--runs 3] [--out bench/results/x.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from entrypoints.library import open_codebase
+from entrypoints.settings import Settings
+
+WORDS = (
+    "user account order invoice payment cache session token request response config parser "
+    "buffer stream record batch queue worker task event handler client server router filter "
+    "metric report schema table index query result error retry timeout limit window"
+).split()
+VERBS = "load save parse build render fetch update delete compute validate merge split".split()
+
+
+def _function(rng: random.Random, n_lines: int) -> list[str]:
+    name = f"{rng.choice(VERBS)}_{rng.choice(WORDS)}_{rng.choice(WORDS)}"
+    args = ", ".join(rng.sample(WORDS, rng.randint(1, 3)))
+    lines = [f"def {name}({args}):", f'    """{rng.choice(VERBS).capitalize()} the '
+             f'{rng.choice(WORDS)} for each {rng.choice(WORDS)}."""']
+    for _ in range(max(1, n_lines - 3)):
+        a, b, c = rng.choice(WORDS), rng.choice(WORDS), rng.choice(VERBS)
+        lines.append(f"    {a}_{b} = {c}_{rng.choice(WORDS)}({a}, {rng.randint(0, 999)})")
+    lines.append(f"    return {rng.choice(WORDS)}")
+    return lines
+
+
+def _module(rng: random.Random) -> str:
+    target = rng.randint(50, 100)
+    lines = ["import os", "import json", ""]
+    while len(lines) < target - 6:
+        lines += ["", *_function(rng, min(rng.randint(6, 20), target - len(lines) - 2))]
+    return "\n".join(lines[:target]) + "\n"
+
+
+def generate(root: Path, n_files: int, seed: int = 7) -> int:
+    rng = random.Random(seed)
+    total = 0
+    for i in range(n_files):
+        path = root / f"pkg{i // 100:03d}" / f"mod{i:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = _module(rng)
+        total += len(text)
+        path.write_text(text)
+    return total
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="throughput-") as tmp:
+        root = Path(tmp) / "repo"
+        t = time.perf_counter()
+        size = generate(root, args.files)
+        gen_s = time.perf_counter() - t
+        settings = Settings(store="memory", embedder="hash")
+        async with open_codebase(settings) as cb:
+            t = time.perf_counter()
+            first = await cb.index(root)
+            full_s = time.perf_counter() - t
+            unchanged = []
+            for _ in range(args.runs):
+                t = time.perf_counter()
+                again = await cb.index(root)
+                unchanged.append(time.perf_counter() - t)
+                assert again.files_indexed == 0 and again.chunks_embedded == 0
+            rng = random.Random(11)
+            edited = rng.sample(sorted(root.rglob("*.py")), max(1, args.files // 100))
+            for p in edited:
+                p.write_text(p.read_text() + "\n\ndef added_helper():\n    return 42\n")
+            t = time.perf_counter()
+            edit = await cb.index(root)
+            edit_s = time.perf_counter() - t
+    return {
+        "files": args.files,
+        "bytes": size,
+        "generate_seconds": round(gen_s, 2),
+        "full_index_seconds": round(full_s, 2),
+        "files_per_second": round(args.files / full_s, 1),
+        "chunks": first.chunks_created,
+        "chunks_per_second": round(first.chunks_created / full_s, 1),
+        "unchanged_reindex_seconds_median": round(statistics.median(unchanged), 3),
+        "unchanged_reindex_seconds_all": [round(x, 3) for x in unchanged],
+        "edited_files": edit.files_indexed,
+        "edited_chunks_embedded": edit.chunks_embedded,
+        "edit_reindex_seconds": round(edit_s, 3),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--files", type=int, default=10_000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    result = asyncio.run(run(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

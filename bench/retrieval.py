@@ -1,0 +1,36 @@
+"""Shared scoring for the retrieval benchmarks: the hit rule and the metrics."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+SLACK_LINES = 20
+
+
+class Hit(Protocol):
+    file_path: str
+    start_line: int
+    end_line: int
+
+
+def rank_of(hits: list[Hit], path: str, start: int, end: int) -> int | None:
+    """Rank (from 1) of the first hit in ``path`` overlapping ``start..end`` and at most
+    ``SLACK_LINES`` lines longer than it; None when no hit qualifies."""
+    for rank, h in enumerate(hits, start=1):
+        if h.file_path != path:
+            continue
+        overlaps = h.start_line <= end and h.end_line >= start
+        short = (h.end_line - h.start_line) <= (end - start) + SLACK_LINES
+        if overlaps and short:
+            return rank
+    return None
+
+
+def metrics(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks)
+    return {
+        "mrr@10": round(sum(1.0 / r for r in ranks if r and r <= 10) / n, 4),
+        "recall@1": round(sum(1 for r in ranks if r == 1) / n, 4),
+        "recall@5": round(sum(1 for r in ranks if r and r <= 5) / n, 4),
+        "recall@10": round(sum(1 for r in ranks if r and r <= 10) / n, 4),
+    }
