@@ -23,19 +23,66 @@ from typing import Any
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
 
-WORDS = (
-    "user account order invoice payment cache session token request response config parser "
-    "buffer stream record batch queue worker task event handler client server router filter "
-    "metric report schema table index query result error retry timeout limit window"
-).split()
-VERBS = "load save parse build render fetch update delete compute validate merge split".split()
+WORDS = [
+    "user",
+    "account",
+    "order",
+    "invoice",
+    "payment",
+    "cache",
+    "session",
+    "token",
+    "request",
+    "response",
+    "config",
+    "parser",
+    "buffer",
+    "stream",
+    "record",
+    "batch",
+    "queue",
+    "worker",
+    "task",
+    "event",
+    "handler",
+    "client",
+    "server",
+    "router",
+    "filter",
+    "metric",
+    "report",
+    "schema",
+    "table",
+    "index",
+    "query",
+    "result",
+    "error",
+    "retry",
+    "timeout",
+    "limit",
+    "window",
+]
+VERBS = [
+    "load",
+    "save",
+    "parse",
+    "build",
+    "render",
+    "fetch",
+    "update",
+    "delete",
+    "compute",
+    "validate",
+    "merge",
+    "split",
+]
 
 
 def _function(rng: random.Random, n_lines: int) -> list[str]:
     name = f"{rng.choice(VERBS)}_{rng.choice(WORDS)}_{rng.choice(WORDS)}"
     args = ", ".join(rng.sample(WORDS, rng.randint(1, 3)))
-    lines = [f"def {name}({args}):", f'    """{rng.choice(VERBS).capitalize()} the '
-             f'{rng.choice(WORDS)} for each {rng.choice(WORDS)}."""']
+    doc = f"{rng.choice(VERBS).capitalize()} the {rng.choice(WORDS)} for each {rng.choice(WORDS)}."
+    lines = [f"def {name}({args}):", f'    """{doc}"""']
     for _ in range(max(1, n_lines - 3)):
         a, b, c = rng.choice(WORDS), rng.choice(WORDS), rng.choice(VERBS)
         lines.append(f"    {a}_{b} = {c}_{rng.choice(WORDS)}({a}, {rng.randint(0, 999)})")

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Quick start: set up a virtualenv, index a repository and search it.
 #   scripts/demo.sh ["natural-language query"] [path/to/repo]
-# Defaults: this repository itself, and a question about it.
+# Defaults: this project's own source tree, and a question about it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-query="${1:-where are identifiers split on camelCase for ranking}"
-repo="${2:-$here}"
+query="${1:-split identifiers on camelCase for lexical ranking}"
+repo="${2:-$here/src}"
 venv="${CODEBASE_MCP_VENV:-$here/.venv}"
 if [ ! -x "$venv/bin/codebase-mcp" ]; then
   python3 -m venv "$venv"

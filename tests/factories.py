@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,12 @@ class FileBatch:
     text: str
     chunks: Sequence[Chunk]
     vectors: Sequence[Sequence[float]] | None = None
+
+
+def symbol_of(piece: str) -> str | None:
+    """Test data names a chunk after the first ``def``/``class`` it holds."""
+    m = re.search(r"(?:def|class)\s+(\w+)", piece)
+    return m.group(1) if m else None
 
 
 def repo(repo_id: str = "r1", path: str = "/repos/r1", name: str = "r1") -> Repository:
@@ -42,7 +49,7 @@ def file_batch(
                 repository_id=repository_id,
                 file_path=path,
                 language=language_for_path(path),
-                symbol=None,
+                symbol=symbol_of(piece),
                 kind="block",
                 start_line=line,
                 end_line=line + n - 1,

@@ -7,7 +7,7 @@ stemmer. A multi-part identifier also yields itself whole (``getUserName`` -> ``
 ``user``, ``name``, ``getusername``), so an exact identifier query ranks its definition first.
 
 BM25 uses k1 = 1.2, b = 0.75 and the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
-A chunk's document is its content plus its file path. Scores are reported normalised to
+A chunk's document is its content, its file path and its symbol name. Scores are reported normalised to
 [0, 1] by the query's upper bound ``sum(idf(t) * (k1 + 1))``: the score a document would reach
 holding every query term infinitely often at average length.
 """
@@ -28,51 +28,14 @@ _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 # English function words only: words such as "get", "set", "not" carry meaning in code.
 STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "why",
-        "will",
-        "with",
-    ]
+    "a an and are as at be by do does for from how i if in into is it its of on or so such "  # noqa: SIM905
+    "that the their then there these this to was what when where which while who why will with".split()
+)
+
+# Names of programming languages, dropped from queries (see ``query_terms``); stemmed forms.
+LANGUAGE_WORDS = frozenset(
+    "python javascript typescript golang java rust ruby php kotlin swift scala bash csharp "  # noqa: SIM905
+    "cpp".split()
 )
 
 
@@ -110,14 +73,24 @@ def analyse(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """Distinct terms of a query, in first-seen order."""
-    return list(dict.fromkeys(analyse(text)))
+    """Distinct terms of a query, in first-seen order, without programming-language names.
+
+    "python read a file line by line" asks for code *in* Python: the word says which language,
+    not what the code does, and matching it literally ranks comments such as "# Python 2
+    compat" first (filter by language for that). A query made only of such words keeps them.
+    """
+    terms = list(dict.fromkeys(analyse(text)))
+    content = [t for t in terms if t not in LANGUAGE_WORDS]
+    return content or terms
 
 
-def document_terms(content: str, file_path: str) -> Counter[str]:
-    """Term frequencies of a chunk's BM25 document (its content plus its file path)."""
+def document_terms(content: str, file_path: str, symbol: str | None = None) -> Counter[str]:
+    """Term frequencies of a chunk's BM25 document: its content, its file path, and its
+    symbol name once more (a definition's name says most about what it does)."""
     counts = Counter(analyse(content))
     counts.update(analyse(file_path))
+    if symbol:
+        counts.update(analyse(symbol))
     return counts
 
 

@@ -20,7 +20,14 @@ from codebase_core.models import (
     SearchResult,
     check_project_id,
 )
-from codebase_core.services import CancellationToken, ProgressCallback, TaskService
+from codebase_core.ports import ChunkStore
+from codebase_core.services import (
+    CancellationToken,
+    IndexingService,
+    ProgressCallback,
+    SearchService,
+    TaskService,
+)
 from entrypoints.container import Container, build_container
 from entrypoints.settings import Settings
 
@@ -56,7 +63,7 @@ class Codebase:
     ) -> IndexResult:
         """Bring the index of the repository at ``path`` up to date (incrementally)."""
         root = resolve_repo_path(path)
-        service = self._container.indexing_service()
+        service: IndexingService = self._container.indexing_service()
         return await service.index(root, name=name, force=force, progress=progress, cancel=cancel)
 
     async def search(
@@ -71,7 +78,7 @@ class Codebase:
         language: str | None = None,
     ) -> SearchResult:
         """Ranked chunks for a natural-language or identifier query."""
-        service = self._container.search_service()
+        service: SearchService = self._container.search_service()
         q = SearchQuery.build(
             query,
             mode=mode,
@@ -86,17 +93,17 @@ class Codebase:
 
     async def repositories(self) -> list[Repository]:
         """Indexed repositories with their file and chunk counts."""
-        store = self._container.chunk_store()
+        store: ChunkStore = self._container.chunk_store()
         return await store.list_repositories()
 
     async def repository_for_path(self, path: str | Path) -> Repository | None:
         """The indexed repository rooted at ``path``, if any."""
-        store = self._container.chunk_store()
+        store: ChunkStore = self._container.chunk_store()
         return await store.find_repository(resolve_repo_path(path))
 
     async def delete_repository(self, repository_id: str) -> None:
         """Remove a repository and all its chunks."""
-        store = self._container.chunk_store()
+        store: ChunkStore = self._container.chunk_store()
         await store.delete_repository(repository_id)
 
     @property

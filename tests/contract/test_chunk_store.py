@@ -11,7 +11,7 @@ from codebase_core import lexical
 from codebase_core.errors import RepositoryNotFound
 from codebase_core.models import SearchFilters
 from codebase_core.ports import ChunkStore
-from tests.factories import file_batch, repo
+from tests.factories import file_batch, repo, symbol_of
 
 NO_FILTER = SearchFilters()
 
@@ -22,14 +22,30 @@ async def _seed(store: ChunkStore) -> None:
     await store.replace_files(
         "r1",
         [
-            file_batch("r1", "src/auth/login.py", ["def login(user, password):", "    check"],
-                       vectors=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
-            file_batch("r1", "src/a_b/util.py", ["def parse_config(path): return path"],
-                       vectors=[[0.6, 0.8, 0.0]]),
-            file_batch("r1", "src/aXb/other.py", ["def parse_json(text): return text"],
-                       vectors=[[0.0, 0.0, 1.0]]),
-            file_batch("r1", "docs/100%/guide.md", ["# Login guide", "how to login"],
-                       vectors=[[0.8, 0.6, 0.0], [0.0, 0.6, 0.8]]),
+            file_batch(
+                "r1",
+                "src/auth/login.py",
+                ["def login(user, password):", "    check"],
+                vectors=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+            ),
+            file_batch(
+                "r1",
+                "src/a_b/util.py",
+                ["def parse_config(path): return path"],
+                vectors=[[0.6, 0.8, 0.0]],
+            ),
+            file_batch(
+                "r1",
+                "src/aXb/other.py",
+                ["def parse_json(text): return text"],
+                vectors=[[0.0, 0.0, 1.0]],
+            ),
+            file_batch(
+                "r1",
+                "docs/100%/guide.md",
+                ["# Login guide", "how to login"],
+                vectors=[[0.8, 0.6, 0.0], [0.0, 0.6, 0.8]],
+            ),
         ],
     )
     await store.replace_files(
@@ -65,22 +81,29 @@ async def test_file_hashes_texts_and_chunks(chunk_store: ChunkStore) -> None:
     await _seed(chunk_store)
     hashes = await chunk_store.file_hashes("r1")
     assert sorted(hashes) == [
-        "docs/100%/guide.md", "src/aXb/other.py", "src/a_b/util.py", "src/auth/login.py"
+        "docs/100%/guide.md",
+        "src/aXb/other.py",
+        "src/a_b/util.py",
+        "src/auth/login.py",
     ]
     texts = await chunk_store.file_texts("r1", ["src/auth/login.py", "nope.py"])
     assert texts == {"src/auth/login.py": "def login(user, password):\n    check"}
     chunks = await chunk_store.chunks("r1")  # ordered by code point ('X' < '_')
     assert [(c.file_path, c.start_line) for c in chunks] == [
-        ("docs/100%/guide.md", 1), ("docs/100%/guide.md", 2), ("src/aXb/other.py", 1),
-        ("src/a_b/util.py", 1), ("src/auth/login.py", 1), ("src/auth/login.py", 2),
+        ("docs/100%/guide.md", 1),
+        ("docs/100%/guide.md", 2),
+        ("src/aXb/other.py", 1),
+        ("src/a_b/util.py", 1),
+        ("src/auth/login.py", 1),
+        ("src/auth/login.py", 2),
     ]
 
 
 async def test_replace_leaves_no_trace_of_old_chunks(chunk_store: ChunkStore) -> None:
     await _seed(chunk_store)
     await chunk_store.replace_files(
-        "r1", [file_batch("r1", "src/auth/login.py", ["def logout(): pass"],
-                          vectors=[[0.0, 1.0, 0.0]])]
+        "r1",
+        [file_batch("r1", "src/auth/login.py", ["def logout(): pass"], vectors=[[0.0, 1.0, 0.0]])],
     )
     chunks = [c for c in await chunk_store.chunks("r1") if c.file_path == "src/auth/login.py"]
     assert [c.content for c in chunks] == ["def logout(): pass"]
@@ -109,7 +132,9 @@ async def test_vector_search_ranks_by_cosine(chunk_store: ChunkStore) -> None:
     hits, total = await chunk_store.vector_search([2.0, 0.0, 0.0], NO_FILTER, 3)
     assert total == 7
     assert [h.chunk.file_path for h in hits] == [
-        "src/auth/login.py", "main.go", "docs/100%/guide.md"
+        "src/auth/login.py",
+        "main.go",
+        "docs/100%/guide.md",
     ]
     assert [round(h.score, 3) for h in hits] == [1.0, 0.9, 0.8]
 
@@ -119,12 +144,16 @@ async def test_vector_search_ties_break_by_path_then_line(chunk_store: ChunkStor
     same = [[1.0, 0.0], [1.0, 0.0]]
     await chunk_store.replace_files(
         "r1",
-        [file_batch("r1", "b.py", ["x = 1", "y = 2"], vectors=same),
-         file_batch("r1", "a.py", ["z = 3"], vectors=[[1.0, 0.0]])],
+        [
+            file_batch("r1", "b.py", ["x = 1", "y = 2"], vectors=same),
+            file_batch("r1", "a.py", ["z = 3"], vectors=[[1.0, 0.0]]),
+        ],
     )
     hits, _ = await chunk_store.vector_search([1.0, 0.0], NO_FILTER, 3)
     assert [(h.chunk.file_path, h.chunk.start_line) for h in hits] == [
-        ("a.py", 1), ("b.py", 1), ("b.py", 2)
+        ("a.py", 1),
+        ("b.py", 1),
+        ("b.py", 2),
     ]
 
 
@@ -139,8 +168,10 @@ async def test_vector_search_ties_break_by_path_then_line(chunk_store: ChunkStor
         (SearchFilters(directory="src/a_b"), ["src/a_b/util.py"]),
         (SearchFilters(directory="docs/100%"), ["docs/100%/guide.md", "docs/100%/guide.md"]),
         (SearchFilters(directory="docs/1"), []),
-        (SearchFilters(directory="src", file_type="py", repository_id="r1"),
-         ["src/a_b/util.py", "src/aXb/other.py", "src/auth/login.py", "src/auth/login.py"]),
+        (
+            SearchFilters(directory="src", file_type="py", repository_id="r1"),
+            ["src/a_b/util.py", "src/aXb/other.py", "src/auth/login.py", "src/auth/login.py"],
+        ),
     ],
 )
 async def test_vector_search_filters(
@@ -159,10 +190,18 @@ async def test_filtered_vector_search_fills_the_limit(chunk_store: ChunkStore) -
     await chunk_store.replace_files(
         "r1",
         [
-            file_batch("r1", "a.py", [f"v{i} = {i}" for i in range(200)],
-                       vectors=[[1.0, i / 1000] for i in range(200)]),
-            file_batch("r1", "rare.md", [f"note {i}" for i in range(30)],
-                       vectors=[[-1.0, i / 1000] for i in range(30)]),
+            file_batch(
+                "r1",
+                "a.py",
+                [f"v{i} = {i}" for i in range(200)],
+                vectors=[[1.0, i / 1000] for i in range(200)],
+            ),
+            file_batch(
+                "r1",
+                "rare.md",
+                [f"note {i}" for i in range(30)],
+                vectors=[[-1.0, i / 1000] for i in range(30)],
+            ),
         ],
     )
     hits, total = await chunk_store.vector_search([1.0, 0.0], SearchFilters(file_type="md"), 20)
@@ -185,7 +224,9 @@ def _reference_bm25(docs: dict[str, Counter[str]], terms: list[str]) -> dict[str
             tf = d.get(t, 0)
             if tf:
                 length = sum(d.values())
-                out[key] = out.get(key, 0.0) + w * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+                out[key] = out.get(key, 0.0) + w * tf * 2.2 / (
+                    tf + 1.2 * (0.25 + 0.75 * length / avg)
+                )
     return {k: v / bound for k, v in out.items()}
 
 
@@ -215,7 +256,7 @@ async def test_lexical_search_is_exact_bm25(chunk_store: ChunkStore, query: str)
     )
     terms = lexical.query_terms(query)
     docs = {
-        (path, piece): lexical.document_terms(piece, path)
+        (path, piece): lexical.document_terms(piece, path, symbol_of(piece))
         for path, pieces in CORPUS.items()
         for piece in pieces
     }
@@ -254,7 +295,9 @@ async def test_lexical_ties_break_by_path_then_line(chunk_store: ChunkStore) -> 
     )
     hits, _ = await chunk_store.lexical_search(["token"], NO_FILTER, 10)
     assert [(h.chunk.file_path, h.chunk.start_line) for h in hits] == [
-        ("a.txt", 1), ("b.txt", 1), ("b.txt", 2)
+        ("a.txt", 1),
+        ("b.txt", 1),
+        ("b.txt", 2),
     ]
 
 

@@ -18,7 +18,12 @@ def test_is_an_embedder(embedder: Embedder) -> None:
 
 
 async def test_one_vector_per_text_in_order(embedder: Embedder) -> None:
-    texts = ["def parse_config(path): ...", "class HTTPServer: pass", "", "naïve ünïcode <|endoftext|>"]
+    texts = [
+        "def parse_config(path): ...",
+        "class HTTPServer: pass",
+        "",
+        "naïve ünïcode <|endoftext|>",
+    ]
     vectors = await embedder.embed_documents(texts)
     assert len(vectors) == len(texts)
     assert all(len(v) == embedder.dimension for v in vectors)

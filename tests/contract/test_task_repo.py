@@ -13,7 +13,9 @@ from codebase_core.ports import TaskRepo
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _task(n: int, status: TaskStatus = TaskStatus.NEED_TO_BE_DONE, branches: list[str] | None = None) -> Task:
+def _task(
+    n: int, status: TaskStatus = TaskStatus.NEED_TO_BE_DONE, branches: list[str] | None = None
+) -> Task:
     at = T0 + timedelta(minutes=n)
     return Task(
         id=f"00000000-0000-4000-8000-{n:012d}",

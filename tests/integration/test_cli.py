@@ -49,13 +49,20 @@ def test_search_with_index_prints_json(repo: Path, capsys: pytest.CaptureFixture
     assert payload["mode"] == "lexical" and payload["total_count"] >= 2
     top = payload["results"][0]
     assert top["file_path"] == "src/auth/passwords.py" and top["symbol"] == "hash_password"
-    assert {"chunk_id", "content", "start_line", "end_line", "similarity_score",
-            "context_before", "context_after", "repository_id"} <= set(top)
+    assert {
+        "chunk_id",
+        "content",
+        "start_line",
+        "end_line",
+        "similarity_score",
+        "context_before",
+        "context_after",
+        "repository_id",
+    } <= set(top)
 
 
 def test_search_filters(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["search", "password health", "--index", str(repo), "--json",
-                 "--file-type", "ts"])
+    code = main(["search", "password health", "--index", str(repo), "--json", "--file-type", "ts"])
     assert code == 0
     results = json.loads(capsys.readouterr().out)["results"]
     assert [r["file_path"] for r in results] == ["src/web/routes.ts"]
@@ -72,7 +79,11 @@ def test_index_json(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "code", "message"),
     [
         (["index", "/definitely/not/here"], 2, "VALIDATION_ERROR: repo_path="),
-        (["search", "x", "--limit", "0"], 2, "INVALID_LIMIT: Limit must be between 1 and 50, got 0"),
+        (
+            ["search", "x", "--limit", "0"],
+            2,
+            "INVALID_LIMIT: Limit must be between 1 and 50, got 0",
+        ),
         (["search", "   "], 2, "VALIDATION_ERROR: query="),
         (["search", "x", "--mode", "fuzzy"], 2, "VALIDATION_ERROR"),
         (["search", "x", "--project", "bad/id"], 2, "VALIDATION_ERROR: project_id="),
@@ -96,7 +107,11 @@ def test_console_script_end_to_end(repo: Path) -> None:
     env = {**os.environ, "CODEBASE_MCP_EMBEDDER": "hash"}
     proc = subprocess.run(
         [str(exe), "search", "verify a password against the stored hash", "--index", str(repo)],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "src/auth/passwords.py" in proc.stdout and "hybrid search" in proc.stdout

@@ -18,11 +18,11 @@ from codebase_core.services import CancellationToken, IndexingService
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()
-CHUNKER = TreeSitterChunker(TOKENS)
+CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
 
 FILES = {
     "app/auth.py": "import hashlib\n\n\ndef hash_password(pw):\n    return hashlib.sha256(pw.encode()).hexdigest()\n\n\ndef check_password(pw, digest):\n    return hash_password(pw) == digest\n",
-    "app/server.go": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n",
+    "app/server.go": 'package main\n\nfunc main() {\n\tprintln("hi")\n}\n',
     "README.md": "# Demo\n\nA tiny repository.\n",
 }
 
@@ -55,12 +55,18 @@ class CountingStore(InMemoryChunkStore):
         return await super().delete_files(repository_id, paths)
 
 
-def _service(tree: InMemorySourceTree, store: InMemoryChunkStore, embedder: HashingEmbedder | None) -> IndexingService:
+def _service(
+    tree: InMemorySourceTree, store: InMemoryChunkStore, embedder: HashingEmbedder | None
+) -> IndexingService:
     return IndexingService(store, tree, CHUNKER, TOKENS, embedder, batch_files=2)
 
 
 async def test_first_index_then_unchanged_reindex_does_nothing() -> None:
-    tree, store, emb = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), CountingStore(), CountingEmbedder()
+    tree, store, emb = (
+        InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}),
+        CountingStore(),
+        CountingEmbedder(),
+    )
     service = _service(tree, store, emb)
     first = await service.index(ROOT)
     assert first.status is IndexStatus.SUCCESS
@@ -74,15 +80,24 @@ async def test_first_index_then_unchanged_reindex_does_nothing() -> None:
 
 
 async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> None:
-    tree, store, emb = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), CountingStore(), CountingEmbedder()
+    tree, store, emb = (
+        InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}),
+        CountingStore(),
+        CountingEmbedder(),
+    )
     service = _service(tree, store, emb)
     await service.index(ROOT)
     emb.embedded.clear()
-    edited = FILES["app/auth.py"].replace("return hash_password(pw) == digest", "return hmac.compare_digest(hash_password(pw), digest)")
+    edited = FILES["app/auth.py"].replace(
+        "return hash_password(pw) == digest",
+        "return hmac.compare_digest(hash_password(pw), digest)",
+    )
     tree.put(ROOT, "app/auth.py", edited)
     result = await service.index(ROOT)
     assert result.files_indexed == 1 and result.files_unchanged == 2
-    assert emb.embedded and all("hash_password(pw):\n    return hashlib" not in t for t in emb.embedded)
+    assert emb.embedded and all(
+        "hash_password(pw):\n    return hashlib" not in t for t in emb.embedded
+    )
     assert any("compare_digest" in t for t in emb.embedded)
     emb.embedded.clear()
     forced = await service.index(ROOT, force=True)
@@ -91,13 +106,19 @@ async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> N
 
 
 async def test_deleted_files_lose_their_chunks() -> None:
-    tree, store = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}), InMemoryChunkStore()
+    tree, store = (
+        InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}),
+        InMemoryChunkStore(),
+    )
     service = _service(tree, store, None)
     first = await service.index(ROOT)
     tree.remove(ROOT, "app/server.go")
     result = await service.index(ROOT)
     assert result.files_deleted == 1
-    assert {c.file_path for c in await store.chunks(first.repository_id)} == {"app/auth.py", "README.md"}
+    assert {c.file_path for c in await store.chunks(first.repository_id)} == {
+        "app/auth.py",
+        "README.md",
+    }
     repo = await store.get_repository(first.repository_id)
     assert repo.file_count == 2
 
@@ -122,7 +143,10 @@ async def test_file_that_becomes_unreadable_keeps_no_stale_chunks() -> None:
 
 
 async def test_model_change_requires_force() -> None:
-    tree, store = InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}), InMemoryChunkStore()
+    tree, store = (
+        InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}),
+        InMemoryChunkStore(),
+    )
     await _service(tree, store, HashingEmbedder(64)).index(ROOT)
     with pytest.raises(ModelMismatch, match="--force"):
         await _service(tree, store, HashingEmbedder(128)).index(ROOT)
@@ -143,7 +167,9 @@ async def test_progress_is_reported_in_order() -> None:
     async def progress(phase: str, done: int, total: int) -> None:
         events.append((phase, done, total))
 
-    await _service(InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), None).index(ROOT, progress=progress)
+    await _service(InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), None).index(
+        ROOT, progress=progress
+    )
     assert events[0] == ("scanning", 0, 1) and events[-1] == ("done", 5, 5)
     writing = [e for e in events if e[0] == "writing"]
     assert [d for _, d, _ in writing] == [2, 4, 5]
@@ -192,7 +218,9 @@ def _state(chunks: list) -> list[tuple]:  # type: ignore[type-arg]
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=_trees, after=_trees)
-async def test_incremental_reindex_equals_fresh_index(before: dict[str, str], after: dict[str, str]) -> None:
+async def test_incremental_reindex_equals_fresh_index(
+    before: dict[str, str], after: dict[str, str]
+) -> None:
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in before.items()}})
     store = InMemoryChunkStore()
     emb = CountingEmbedder()
@@ -205,9 +233,17 @@ async def test_incremental_reindex_equals_fresh_index(before: dict[str, str], af
     result = await service.index(ROOT)
 
     fresh_store = InMemoryChunkStore()
-    fresh = await _service(InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}), fresh_store, CountingEmbedder()).index(ROOT)
-    assert _state(await store.chunks(result.repository_id)) == _state(await fresh_store.chunks(fresh.repository_id))
-    assert await store.file_hashes(result.repository_id) == await fresh_store.file_hashes(fresh.repository_id)
+    fresh = await _service(
+        InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}),
+        fresh_store,
+        CountingEmbedder(),
+    ).index(ROOT)
+    assert _state(await store.chunks(result.repository_id)) == _state(
+        await fresh_store.chunks(fresh.repository_id)
+    )
+    assert await store.file_hashes(result.repository_id) == await fresh_store.file_hashes(
+        fresh.repository_id
+    )
 
     # And a third run over the unchanged tree writes and embeds nothing.
     embedded = len(emb.embedded)

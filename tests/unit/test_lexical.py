@@ -29,6 +29,16 @@ def test_query_terms_are_distinct_in_order() -> None:
     assert lexical.query_terms("parse config, parse JSON config") == ["parse", "config", "json"]
 
 
+def test_language_names_are_dropped_from_queries_unless_alone() -> None:
+    assert lexical.query_terms("python read file lines") == ["read", "file", "line"]
+    assert lexical.query_terms("Python") == ["python"]
+
+
+def test_symbol_counts_once_more() -> None:
+    terms = lexical.document_terms("def load(path): ...", "a.py", "load")
+    assert terms["load"] == 2
+
+
 def test_document_terms_include_the_path() -> None:
     terms = lexical.document_terms("x = 1", "src/authLogin.py")
     assert terms["auth"] == 1 and terms["login"] == 1 and terms["src"] == 1
@@ -52,7 +62,7 @@ def test_bm25_term_is_positive_and_below_its_bound(
 ) -> None:
     w = lexical.idf(df + extra, df)
     score = lexical.term_score(tf, max(doc_len, tf), avg, w)
-    assert 0 < score
+    assert score > 0
     # The normalised score can exceed the bound only for documents far shorter than average.
     if max(doc_len, tf) >= avg:
         assert lexical.normalised(score, lexical.upper_bound([w])) <= 1.0

@@ -109,7 +109,7 @@ class InMemoryChunkStore:
                 self._drop_chunks(old.chunk_ids)
             for i, chunk in enumerate(f.chunks):
                 self._chunks[chunk.id] = chunk
-                terms = lexical.document_terms(chunk.content, chunk.file_path)
+                terms = lexical.document_terms(chunk.content, chunk.file_path, chunk.symbol)
                 for term, tf in terms.items():
                     self._postings.setdefault(term, {})[chunk.id] = tf
                 length = sum(terms.values())
@@ -127,7 +127,7 @@ class InMemoryChunkStore:
             chunk = self._chunks.pop(cid, None)
             if chunk is None:
                 continue
-            for term in lexical.document_terms(chunk.content, chunk.file_path):
+            for term in lexical.document_terms(chunk.content, chunk.file_path, chunk.symbol):
                 posting = self._postings.get(term)
                 if posting is not None:
                     posting.pop(cid, None)

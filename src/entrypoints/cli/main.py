@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import pydantic
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
@@ -136,33 +137,48 @@ def _print_search(result: SearchResult, out: Console) -> None:
         for loc in hit.other_locations[:3]:
             out.print(f"   [dim]same code in {loc.file_path}:{loc.start_line}[/]", highlight=False)
         lines = hit.content.splitlines()
-        shown = "\n".join(lines[:SNIPPET_LINES])
-        out.print(
-            Syntax(
-                shown,
-                hit.language or "text",
-                line_numbers=True,
-                start_line=hit.start_line,
-                theme="ansi_dark",
-                background_color="default",
+        shown = lines[:SNIPPET_LINES]
+        if out.is_terminal:
+            out.print(
+                Syntax(
+                    "\n".join(shown),
+                    hit.language or "text",
+                    line_numbers=True,
+                    start_line=hit.start_line,
+                    theme="ansi_dark",
+                    background_color="default",
+                    word_wrap=True,
+                )
             )
-        )
+        else:
+            width = len(str(hit.start_line + len(shown)))
+            for n, line in enumerate(shown, start=hit.start_line):
+                out.print(f"  {n:>{width}} | {line}", highlight=False, markup=False)
         if len(lines) > SNIPPET_LINES:
             out.print(f"   [dim]... {len(lines) - SNIPPET_LINES} more lines[/]", highlight=False)
 
 
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        var = "CODEBASE_MCP_" + "_".join(str(p) for p in first["loc"]).upper()
+        raise ValidationFailed(var, first.get("input"), first["msg"]) from None
+
+
 async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    settings = Settings()
+    settings = _settings()
     async with open_codebase(settings, project_id=args.project) as cb:
         if args.command == "index":
-            result = await _index(
+            indexed = await _index(
                 cb, args.path, name=args.name, force=args.force, quiet=args.json, err=err
             )
             if args.json:
-                print(json.dumps(index_payload(result, cb.project_id, None), indent=2))
+                print(json.dumps(index_payload(indexed, cb.project_id, None), indent=2))
             else:
-                _print_index(result, out)
-            return EXIT_OK if result.status.value != "failed" else EXIT_ERROR
+                _print_index(indexed, out)
+            return EXIT_OK if indexed.status.value != "failed" else EXIT_ERROR
 
         if not 1 <= args.limit <= MAX_SEARCH_LIMIT:
             raise InvalidLimit(args.limit, 1, MAX_SEARCH_LIMIT)
@@ -170,10 +186,12 @@ async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise ValidationFailed("query", args.query, "must be a non-empty string")
         repository_id = args.repository_id
         if args.index:
-            indexed = await _index(cb, args.index, name=None, force=False, quiet=args.json, err=err)
-            repository_id = repository_id or indexed.repository_id
+            refreshed = await _index(
+                cb, args.index, name=None, force=False, quiet=args.json, err=err
+            )
+            repository_id = repository_id or refreshed.repository_id
             if not args.json:
-                _print_index(indexed, err)
+                _print_index(refreshed, err)
         result = await cb.search(
             args.query,
             mode=args.mode,
@@ -192,19 +210,19 @@ async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``codebase-mcp`` console script."""
-    args = _parser().parse_args(argv)
-    out = Console()
-    err = Console(stderr=True)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error already printed on one line
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    out = Console(soft_wrap=True)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         return asyncio.run(_run(args, out, err))
-    except ValidationFailed as e:
-        err.print(str(e), highlight=False, markup=False)
-        return EXIT_USAGE
-    except InvalidLimit as e:
-        err.print(str(e), highlight=False, markup=False)
+    except (ValidationFailed, InvalidLimit) as e:
+        sys.stderr.write(f"{e}\n")
         return EXIT_USAGE
     except CoreError as e:
-        err.print(str(e), highlight=False, markup=False)
+        sys.stderr.write(f"{e}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
