@@ -11,8 +11,15 @@ from codebase_core.models import Chunk, ScoredChunk
 
 def _chunk(i: int) -> Chunk:
     return Chunk(
-        id=f"c{i}", repository_id="r", file_path=f"f{i:03d}.py", language="python",
-        start_line=1, end_line=1, content=f"x{i}", content_hash=f"h{i}", token_count=1,
+        id=f"c{i}",
+        repository_id="r",
+        file_path=f"f{i:03d}.py",
+        language="python",
+        start_line=1,
+        end_line=1,
+        content=f"x{i}",
+        content_hash=f"h{i}",
+        token_count=1,
     )
 
 
@@ -65,5 +72,7 @@ def test_zero_weight_list_is_ignored() -> None:
 
 
 def test_ties_break_by_path() -> None:
-    fused = fuse(_ranked([5], [0.5]), _ranked([3], [0.5]), FusionConfig(semantic_weight=1, lexical_weight=1))
+    fused = fuse(
+        _ranked([5], [0.5]), _ranked([3], [0.5]), FusionConfig(semantic_weight=1, lexical_weight=1)
+    )
     assert [f.chunk.id for f in fused] == ["c3", "c5"]

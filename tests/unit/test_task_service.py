@@ -66,8 +66,11 @@ async def test_update_appends_idempotently_and_tracks_completion(service: TaskSe
 
 async def test_update_errors(service: TaskService) -> None:
     task = await service.create("t")
-    with pytest.raises(InvalidStatus, match=r"Invalid status: invalid-status\. Valid values: "
-                       r"\['need to be done', 'in-progress', 'complete'\]"):
+    with pytest.raises(
+        InvalidStatus,
+        match=r"Invalid status: invalid-status\. Valid values: "
+        r"\['need to be done', 'in-progress', 'complete'\]",
+    ):
         await service.update(task.id, status="invalid-status")
     with pytest.raises(ValidationFailed, match="commit"):
         await service.update(task.id, commit=SHA.upper())
@@ -99,7 +102,12 @@ class _FrozenClock:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["need to be done", "in-progress", "complete", "pending", "completed"]), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(["need to be done", "in-progress", "complete", "pending", "completed"]),
+        max_size=12,
+    )
+)
 async def test_status_transitions_keep_invariants(statuses: list[str]) -> None:
     clock = _FrozenClock()  # a clock that never advances: updated_at must still move forward
     service = TaskService(InMemoryTaskRepo(), clock=clock)

@@ -1,0 +1,266 @@
+"""Per-language tree-sitter node types: what is a function, a class, a container to look inside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+FUNCTION = "function"
+CLASS = "class"
+TRANSPARENT = "transparent"
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """Node types of one tree-sitter grammar, grouped by what the chunker does with them.
+
+    ``transparent`` nodes (namespaces, preprocessor blocks, ERROR) are looked through: their
+    definitions count as definitions of the enclosing level. ``wrappers`` (decorators, export,
+    template) take their kind and name from the definition they wrap but keep their own range.
+    ``variables`` and ``fields`` are definitions only when their value is a function.
+    """
+
+    functions: frozenset[str]
+    classes: frozenset[str]
+    transparent: frozenset[str] = frozenset()
+    wrappers: frozenset[str] = frozenset()
+    variables: frozenset[str] = frozenset()
+    fields: frozenset[str] = frozenset()
+    receiver_methods: frozenset[str] = frozenset()
+
+
+def _words(names: str) -> frozenset[str]:
+    return frozenset(names.split())
+
+
+def _g(
+    functions: str,
+    classes: str = "",
+    transparent: str = "",
+    wrappers: str = "",
+    variables: str = "",
+    fields: str = "",
+    receiver_methods: str = "",
+) -> Grammar:
+    return Grammar(
+        functions=_words(functions),
+        classes=_words(classes),
+        transparent=_words(transparent) | {"ERROR"},
+        wrappers=_words(wrappers),
+        variables=_words(variables),
+        fields=_words(fields),
+        receiver_methods=_words(receiver_methods),
+    )
+
+
+_JS = _g(
+    "function_declaration generator_function_declaration method_definition",
+    "class_declaration",
+    wrappers="export_statement",
+    variables="lexical_declaration variable_declaration",
+    fields="field_definition",
+)
+_TS = _g(
+    "function_declaration generator_function_declaration method_definition function_signature"
+    " method_signature abstract_method_signature",
+    "class_declaration abstract_class_declaration interface_declaration enum_declaration",
+    transparent="internal_module module",
+    wrappers="export_statement ambient_declaration expression_statement",
+    variables="lexical_declaration variable_declaration",
+    fields="public_field_definition field_definition",
+)
+_PREPROC = (
+    "preproc_if preproc_ifdef preproc_else preproc_elif preproc_elifdef linkage_specification"
+)
+_C = _g(
+    "function_definition",
+    "struct_specifier union_specifier enum_specifier type_definition",
+    transparent=_PREPROC,
+)
+_CPP = _g(
+    "function_definition",
+    "class_specifier struct_specifier union_specifier enum_specifier type_definition",
+    transparent=_PREPROC + " namespace_definition",
+    wrappers="template_declaration",
+)
+
+GRAMMARS: dict[str, Grammar] = {
+    "python": _g("function_definition", "class_definition", wrappers="decorated_definition"),
+    "javascript": _JS,
+    "typescript": _TS,
+    "tsx": _TS,
+    "go": _g(
+        "function_declaration method_declaration",
+        "type_declaration",
+        receiver_methods="method_declaration",
+    ),
+    "rust": _g(
+        "function_item function_signature_item macro_definition",
+        "struct_item enum_item union_item trait_item impl_item",
+        transparent="mod_item foreign_mod_item",
+    ),
+    "java": _g(
+        "method_declaration constructor_declaration compact_constructor_declaration",
+        "class_declaration interface_declaration enum_declaration record_declaration"
+        " annotation_type_declaration",
+    ),
+    "c": _C,
+    "cpp": _CPP,
+    "csharp": _g(
+        "method_declaration constructor_declaration destructor_declaration operator_declaration"
+        " conversion_operator_declaration local_function_statement",
+        "class_declaration struct_declaration interface_declaration enum_declaration"
+        " record_declaration record_struct_declaration",
+        transparent="namespace_declaration " + _PREPROC,
+    ),
+    "ruby": _g("method singleton_method", "class module singleton_class"),
+    "php": _g(
+        "function_definition method_declaration",
+        "class_declaration interface_declaration trait_declaration enum_declaration",
+        transparent="namespace_definition",
+    ),
+    "kotlin": _g(
+        "function_declaration secondary_constructor",
+        "class_declaration object_declaration companion_object",
+    ),
+    "swift": _g(
+        "function_declaration init_declaration deinit_declaration protocol_function_declaration"
+        " subscript_declaration",
+        "class_declaration protocol_declaration",
+    ),
+    "scala": _g(
+        "function_definition function_declaration",
+        "class_definition object_definition trait_definition enum_definition",
+        transparent="package_clause",
+    ),
+    "bash": _g("function_definition"),
+}
+
+# Node types whose rows, when they start a line, belong to the definition right below them.
+PREFIX_TYPES = (
+    "comment",
+    "line_comment",
+    "block_comment",
+    "multiline_comment",
+    "decorator",
+    "attribute_item",
+    "annotation",
+)
+
+# Member lists that a container's items are read from (besides its ``body`` field).
+BODY_TYPES = _words(
+    "class_body enum_class_body enum_body enum_body_declarations declaration_list "
+    "field_declaration_list template_body body_statement interface_body protocol_body "
+    "statement_block compound_statement block enum_member_declaration_list "
+    "enum_declaration_list"
+)
+
+_FUNCTION_VALUES = _words("arrow_function function_expression function generator_function")
+_NAME_TYPES = _words(
+    "identifier type_identifier simple_identifier constant name word field_identifier "
+    "property_identifier namespace_identifier"
+)
+_DECLARATOR_LEAVES = _words(
+    "identifier field_identifier qualified_identifier destructor_name operator_name "
+    "type_identifier primitive_type"
+)
+_CLASS_NEEDS_BODY = _words("struct_specifier union_specifier enum_specifier class_specifier")
+_MAX_WRAPPING = 4
+MAX_NAME_CHARS = 200
+
+
+def rows(node: Node) -> tuple[int, int]:
+    """First and last 0-based row of a node (an end at column 0 belongs to the row before)."""
+    start, end = node.start_point, node.end_point
+    last = end.row - 1 if end.column == 0 and end.row > start.row else end.row
+    return start.row, last
+
+
+def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, str | None] | None:
+    """``(category, definition node, name)`` for a definition or container, else None."""
+    kind = node.type
+    if kind in grammar.wrappers and depth < _MAX_WRAPPING:
+        inner = node.child_by_field_name("declaration") or node.child_by_field_name("definition")
+        candidates = [inner] if inner is not None else list(reversed(node.named_children))
+        for candidate in candidates:
+            found = classify(candidate, grammar, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if kind in grammar.transparent:
+        return TRANSPARENT, node, None
+    if kind in grammar.functions:
+        return FUNCTION, node, definition_name(node)
+    if kind in grammar.classes:
+        if kind in _CLASS_NEEDS_BODY and node.child_by_field_name("body") is None:
+            return None
+        if kind == "type_definition":
+            inner_type = node.child_by_field_name("type")
+            if inner_type is None or inner_type.child_by_field_name("body") is None:
+                return None
+        return CLASS, node, definition_name(node)
+    if kind in grammar.variables:
+        declarator = next((c for c in node.named_children if c.type == "variable_declarator"), None)
+        if declarator is not None and _is_function_value(declarator):
+            return FUNCTION, node, _text(declarator.child_by_field_name("name"))
+        return None
+    if kind in grammar.fields and _is_function_value(node):
+        name = node.child_by_field_name("property") or node.child_by_field_name("name")
+        return FUNCTION, node, _text(name)
+    return None
+
+
+def receiver_type(node: Node) -> str | None:
+    """The receiver type name of a Go method (``func (s *Server) Start()`` gives ``Server``)."""
+    receiver = node.child_by_field_name("receiver")
+    if receiver is None:
+        return None
+    for param in receiver.named_children:
+        type_node = param.child_by_field_name("type")
+        if type_node is not None:
+            return _clean(_text(type_node))
+    return None
+
+
+def definition_name(node: Node) -> str | None:
+    """The declared name of a definition node, cleaned to a short identifier."""
+    name = node.child_by_field_name("name")
+    if name is None:
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type not in _DECLARATOR_LEAVES:
+            nested = declarator.child_by_field_name("declarator")
+            if nested is None:
+                break
+            declarator = nested
+        name = declarator
+    if name is None and node.type == "impl_item":
+        name = node.child_by_field_name("type")
+    if name is None and node.type == "type_declaration":
+        spec = node.named_children[0] if node.named_children else None
+        name = spec.child_by_field_name("name") if spec is not None else None
+    if name is None:
+        name = next((c for c in node.named_children if c.type in _NAME_TYPES), None)
+    return _clean(_text(name))
+
+
+def _is_function_value(node: Node) -> bool:
+    value = node.child_by_field_name("value")
+    return value is not None and value.type in _FUNCTION_VALUES
+
+
+def _text(node: Node | None) -> str | None:
+    if node is None or node.text is None:
+        return None
+    return node.text.decode("utf-8", "replace")
+
+
+def _clean(name: str | None) -> str | None:
+    if name is None:
+        return None
+    first = name.strip().split("\n", 1)[0].lstrip("*&").strip()
+    for stop in ("<", "[", "("):
+        if stop in first[1:]:
+            first = first[: first.index(stop, 1)]
+    first = first.replace("::", ".").strip()
+    return first[:MAX_NAME_CHARS] or None

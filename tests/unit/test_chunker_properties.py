@@ -1,0 +1,328 @@
+"""Properties of TreeSitterChunker on arbitrary and code-like text in every language."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.tokens import TiktokenCounter
+from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
+from codebase_core.models import ChunkDraft
+
+COUNTER = TiktokenCounter()
+KINDS = {"function", "method", "class", "header", "module", "block", "text"}
+LANGUAGES: list[str | None] = [*sorted(AST_LANGUAGES), "markdown", None]
+
+# (max_tokens, min_tokens, overlap_lines, window_lines): small budgets exercise the splitting.
+CONFIGS = [(16, 0, 3, 5), (48, 16, 3, 60), (80, 48, 0, 20), (512, 48, 3, 60)]
+CHUNKERS = [
+    TreeSitterChunker(COUNTER, max_tokens=m, min_tokens=n, overlap_lines=o, window_lines=w)
+    for m, n, o, w in CONFIGS
+]
+
+SNIPPETS = {
+    "python": """
+@dataclass
+class Point:
+    '''A point.'''
+    x: int = 0
+    def norm(self) -> int:
+        # manhattan
+        return abs(self.x) + abs(self.y)
+async def main():
+    async with session() as s:
+        await s.get("/")
+if __name__ == "__main__":
+    main()
+""",
+    "javascript": """
+import fs from "fs";
+/** Reads it. */
+export async function read(path) {
+  const data = await fs.promises.readFile(path, "utf8");
+  return JSON.parse(data);
+}
+class Cache extends Map {
+  get(key) { return super.get(key) ?? null; }
+}
+const handler = (req, res) => { res.end("ok"); };
+module.exports = { read, Cache };
+""",
+    "typescript": """
+export interface User { id: number; name: string }
+@Component({ selector: "app" })
+export class UserService {
+  private users: User[] = [];
+  constructor(private http: HttpClient) {}
+  find(id: number): User | undefined {
+    return this.users.find((u) => u.id === id);
+  }
+}
+namespace Util { export const x = 1; }
+type Id = string | number;
+""",
+    "tsx": """
+import React, { useState } from "react";
+export function Counter({ start }: { start: number }) {
+  const [n, setN] = useState(start);
+  return <button onClick={() => setN(n + 1)}>{n}</button>;
+}
+export default class App extends React.Component {
+  render() { return <div className="app"><Counter start={1} /></div>; }
+}
+""",
+    "go": """
+package main
+import "fmt"
+// Server serves.
+type Server struct {
+\tAddr string
+}
+func (s *Server) Start() error {
+\tfor i := 0; i < 3; i++ {
+\t\tfmt.Println(i)
+\t}
+\treturn nil
+}
+func main() { (&Server{}).Start() }
+""",
+    "rust": """
+use std::collections::HashMap;
+/// A cache.
+#[derive(Default)]
+pub struct Cache { map: HashMap<String, u64> }
+impl Cache {
+    pub fn get(&self, k: &str) -> Option<u64> {
+        self.map.get(k).copied()
+    }
+}
+mod tests {
+    #[test]
+    fn works() { assert_eq!(1, 1); }
+}
+""",
+    "java": """
+package a.b;
+import java.util.*;
+/** Repo. */
+@Repository
+public class Repo<T> extends Base implements Store {
+    private final Map<String, T> items = new HashMap<>();
+    @Override
+    public T get(String id) {
+        return items.get(id);
+    }
+    enum Kind { A, B; int code() { return 1; } }
+}
+""",
+    "c": """
+#include <stdlib.h>
+#ifndef MAX
+#define MAX 10
+#endif
+typedef struct node {
+    struct node *next;
+} node_t;
+/* Frees a list. */
+void free_list(node_t *n) {
+    while (n) { node_t *next = n->next; free(n); n = next; }
+}
+""",
+    "cpp": """
+#include <string>
+namespace app {
+template <typename T>
+class Box {
+public:
+    explicit Box(T v) : v_(v) {}
+    T get() const { return v_; }
+private:
+    T v_;
+};
+std::string Box<int>::name() { return "int"; }
+}  // namespace app
+""",
+    "csharp": """
+using System.Linq;
+namespace App.Models
+{
+    [Table("users")]
+    public record User(int Id, string Name);
+    public class Repo : IRepo
+    {
+        public User? Find(int id) => _users.FirstOrDefault(u => u.Id == id);
+        public string Name { get; set; }
+    }
+}
+""",
+    "ruby": """
+require "set"
+module Util
+  # Tags.
+  class Tags < Base
+    def initialize(*tags)
+      @tags = Set.new(tags)
+    end
+    def self.empty = new
+  end
+end
+puts Util::Tags.empty.inspect
+""",
+    "php": """
+<?php
+namespace App;
+use Foo\\Bar;
+#[Route("/users")]
+final class UserController extends Controller {
+    public function index(): array {
+        return array_map(fn($u) => $u->name, $this->users);
+    }
+}
+function helper(int $x): int { return $x * 2; }
+?>
+<p>html <?= helper(2) ?></p>
+""",
+    "kotlin": """
+package app
+import kotlinx.coroutines.*
+@JvmInline
+value class Id(val v: Int)
+class Repo(private val db: Db) {
+    suspend fun find(id: Id): User? = withContext(Dispatchers.IO) {
+        db.query(id)
+    }
+    companion object { const val TABLE = "users" }
+}
+fun main() = runBlocking { println(Repo(Db()).find(Id(1))) }
+""",
+    "swift": """
+import Foundation
+/// A store.
+@MainActor
+final class Store: ObservableObject {
+    @Published var items: [String] = []
+    func add(_ item: String) {
+        items.append(item)
+    }
+}
+extension Store { var count: Int { items.count } }
+struct Point { let x: Int }
+""",
+    "scala": """
+package app
+import scala.concurrent.Future
+/** Repo. */
+trait Repo[T] {
+  def find(id: Int): Future[Option[T]]
+}
+case class User(id: Int, name: String)
+object Main extends App {
+  val users = List(User(1, "a"))
+  users.foreach(u => println(u.name))
+}
+""",
+    "bash": """
+#!/usr/bin/env bash
+set -euo pipefail
+# Logs.
+log() {
+  echo "[$(date)] $*" >&2
+}
+for f in "$@"; do
+  case "$f" in
+    *.txt) log "text $f" ;;
+  esac
+done
+""",
+    "markdown": """
+# Title
+Some *text* here.
+## Section
+- item one
+```python
+# not a heading
+print("hi")
+```
+### Deeper
+| a | b |
+""",
+}
+ALL_LINES = sorted({line for text in SNIPPETS.values() for line in text.splitlines()})
+
+separators = st.sampled_from(["\n", "\n", "\n", "\r\n", "\n\n", "\r", "\u2028", "\x0c"])
+
+
+def code_like(language: str | None) -> st.SearchStrategy[str]:
+    """Lines of real code (mostly this language's), shuffled, repeated and cut short."""
+    own = SNIPPETS.get(language or "", "").splitlines() or ALL_LINES
+    line = st.one_of(st.sampled_from(own), st.sampled_from(own), st.sampled_from(ALL_LINES))
+    cut_line = st.tuples(line, st.one_of(st.none(), st.integers(0, 40))).map(
+        lambda pair: pair[0] if pair[1] is None else pair[0][: pair[1]]
+    )
+    return st.tuples(st.lists(cut_line, max_size=80), separators).map(
+        lambda pair: pair[1].join(pair[0])
+    )
+
+
+def arbitrary_text() -> st.SearchStrategy[str]:
+    """Any unicode text, and text made of arbitrary lines mixed with code lines."""
+    mixed = st.tuples(
+        st.lists(st.one_of(st.text(max_size=60), st.sampled_from(ALL_LINES)), max_size=40),
+        separators,
+    ).map(lambda pair: pair[1].join(pair[0]))
+    return st.one_of(st.text(max_size=400), mixed)
+
+
+def check_contract(text: str, chunks: list[ChunkDraft], max_tokens: int) -> None:
+    lines = text.splitlines()
+    covered: set[int] = set()
+    previous_start = 0
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
+        assert chunk.start_line >= previous_start
+        previous_start = chunk.start_line
+        assert chunk.content == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert lines[chunk.start_line - 1].strip()
+        assert lines[chunk.end_line - 1].strip()
+        assert chunk.kind in KINDS
+        if chunk.start_line != chunk.end_line:
+            assert COUNTER.count(chunk.content) <= max_tokens
+        covered.update(range(chunk.start_line, chunk.end_line + 1))
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            assert number in covered, f"line {number} {line!r} is in no chunk"
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@PROPERTY_SETTINGS
+@given(text=arbitrary_text(), config=st.integers(0, len(CONFIGS) - 1))
+def test_arbitrary_text_is_covered_within_budget(
+    language: str | None, text: str, config: int
+) -> None:
+    chunks = CHUNKERS[config].chunk("file", text, language)
+    check_contract(text, chunks, CONFIGS[config][0])
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@PROPERTY_SETTINGS
+@given(data=st.data(), config=st.integers(0, len(CONFIGS) - 1))
+def test_code_like_text_is_covered_within_budget(
+    language: str | None, data: st.DataObject, config: int
+) -> None:
+    text = data.draw(code_like(language))
+    chunks = CHUNKERS[config].chunk("file", text, language)
+    check_contract(text, chunks, CONFIGS[config][0])
+
+
+@pytest.mark.parametrize("language", sorted(AST_LANGUAGES))
+def test_real_snippets_are_parsed_into_definitions(language: str) -> None:
+    text = SNIPPETS[language].lstrip("\n")
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("file", text, language)
+    check_contract(text, chunks, 512)
+    assert any(c.kind in {"function", "method", "class"} for c in chunks)

@@ -1,0 +1,1014 @@
+"""TreeSitterChunker: definitions become chunks, big ones split, small ones merge, nothing lost."""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+
+from adapters.tokens import TiktokenCounter
+from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
+from codebase_core import languages
+from codebase_core.models import ChunkDraft
+from codebase_core.ports import Chunker
+
+COUNTER = TiktokenCounter()
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def spans(chunks: list[ChunkDraft]) -> list[tuple[str | None, str | None, int, int]]:
+    return [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks]
+
+
+def assert_contract(text: str, chunks: list[ChunkDraft], max_tokens: int) -> None:
+    lines = text.splitlines()
+    covered: set[int] = set()
+    starts = [c.start_line for c in chunks]
+    assert starts == sorted(starts)
+    for c in chunks:
+        assert 1 <= c.start_line <= c.end_line <= len(lines)
+        assert c.content == "\n".join(lines[c.start_line - 1 : c.end_line])
+        assert lines[c.start_line - 1].strip()
+        assert lines[c.end_line - 1].strip()
+        assert COUNTER.count(c.content) <= max_tokens or c.start_line == c.end_line
+        covered.update(range(c.start_line, c.end_line + 1))
+    missing = [i for i, line in enumerate(lines, 1) if line.strip() and i not in covered]
+    assert not missing
+
+
+@dataclass(frozen=True)
+class Sample:
+    language: str
+    text: str
+    # (kind, symbol, start, end) chunks expected with the default budget and no merging
+    whole: list[tuple[str, str | None, int, int]]
+    # chunks expected when `split_budget` tokens force the class apart
+    split: list[tuple[str, str | None, int, int]]
+    split_budget: int = 40
+
+
+SAMPLES = [
+    Sample(
+        "python",
+        src('''
+            """Geometry helpers."""
+            import math
+
+
+            # Square a number.
+            @cache
+            def square(x: float) -> float:
+                """Return x squared."""
+                return x * x
+
+
+            class Circle(Shape):
+                """A circle."""
+
+                unit = 1.0
+
+                def __init__(self, radius: float) -> None:
+                    self.radius = radius
+
+                @property
+                def area(self) -> float:
+                    return math.pi * square(self.radius)
+
+
+            if __name__ == "__main__":
+                print(Circle(2.0).area)
+            '''),
+        whole=[
+            ("module", None, 1, 2),
+            ("function", "square", 5, 9),
+            ("class", "Circle", 12, 22),
+            ("module", None, 25, 26),
+        ],
+        split=[
+            ("header", "Circle", 12, 15),
+            ("method", "Circle.__init__", 17, 18),
+            ("method", "Circle.area", 20, 22),
+        ],
+    ),
+    Sample(
+        "javascript",
+        src("""
+            import { readFile } from "node:fs/promises";
+
+            /**
+             * Adds two numbers.
+             */
+            export function add(a, b) {
+              return a + b;
+            }
+
+            export const double = (x) => x * 2;
+
+            // Counts things.
+            export class Counter {
+              count = 0;
+
+              // Add one.
+              increment() {
+                this.count += 1;
+              }
+
+              reset() {
+                this.count = 0;
+              }
+            }
+
+            console.log(add(1, 2));
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("function", "add", 3, 8),
+            ("function", "double", 10, 10),
+            ("class", "Counter", 12, 24),
+            ("module", None, 26, 26),
+        ],
+        split=[
+            ("header", "Counter", 12, 14),
+            ("method", "Counter.increment", 16, 19),
+            ("method", "Counter.reset", 21, 24),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "typescript",
+        src("""
+            import { Injectable } from "@angular/core";
+
+            export interface Shape {
+              area(): number;
+            }
+
+            /** Provides shapes. */
+            @Injectable({ providedIn: "root" })
+            export class ShapeService {
+              private readonly shapes: Shape[] = [];
+
+              @Log()
+              add(shape: Shape): void {
+                this.shapes.push(shape);
+              }
+
+              total(): number {
+                return this.shapes.reduce((sum, s) => sum + s.area(), 0);
+              }
+            }
+
+            export function makeService(): ShapeService {
+              return new ShapeService();
+            }
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "Shape", 3, 5),
+            ("class", "ShapeService", 7, 20),
+            ("function", "makeService", 22, 24),
+        ],
+        split=[
+            ("header", "ShapeService", 7, 10),
+            ("method", "ShapeService.add", 12, 15),
+            ("method", "ShapeService.total", 17, 20),
+        ],
+    ),
+    Sample(
+        "tsx",
+        src("""
+            import React from "react";
+
+            type Props = { name: string };
+
+            /** Greets the user. */
+            export function Greeting({ name }: Props) {
+              return <h1>Hello, {name}!</h1>;
+            }
+
+            export const Farewell = ({ name }: Props) => {
+              return <p>Bye {name}</p>;
+            };
+
+            export class Clock extends React.Component<Props> {
+              state = { now: new Date() };
+
+              render() {
+                return <span>{this.state.now.toISOString()}</span>;
+              }
+            }
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("function", "Greeting", 5, 8),
+            ("function", "Farewell", 10, 12),
+            ("class", "Clock", 14, 20),
+        ],
+        split=[
+            ("header", "Clock", 14, 15),
+            ("method", "Clock.render", 17, 20),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "go",
+        src("""
+            package server
+
+            import "fmt"
+
+            // Server serves requests.
+            type Server struct {
+            \tAddr string
+            }
+
+            // Start starts the server.
+            func (s *Server) Start() error {
+            \tfmt.Println("listening on", s.Addr)
+            \treturn nil
+            }
+
+            // New makes a server.
+            func New(addr string) *Server {
+            \treturn &Server{Addr: addr}
+            }
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "Server", 5, 8),
+            ("method", "Server.Start", 10, 14),
+            ("function", "New", 16, 19),
+        ],
+        split=[("method", "Server.Start", 10, 14)],
+    ),
+    Sample(
+        "rust",
+        src("""
+            use std::fmt;
+
+            /// A point in the plane.
+            #[derive(Debug, Clone)]
+            pub struct Point {
+                pub x: i32,
+                pub y: i32,
+            }
+
+            impl Point {
+                /// Makes a point.
+                pub fn new(x: i32, y: i32) -> Self {
+                    Point { x, y }
+                }
+
+                #[inline]
+                pub fn norm(&self) -> i32 {
+                    self.x.abs() + self.y.abs()
+                }
+            }
+
+            impl fmt::Display for Point {
+                fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    write!(f, "({}, {})", self.x, self.y)
+                }
+            }
+
+            pub fn origin() -> Point {
+                Point::new(0, 0)
+            }
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "Point", 3, 8),
+            ("class", "Point", 10, 20),
+            ("class", "Point", 22, 26),
+            ("function", "origin", 28, 30),
+        ],
+        split=[
+            ("header", "Point", 10, 10),
+            ("method", "Point.new", 11, 14),
+            ("method", "Point.norm", 16, 20),
+        ],
+    ),
+    Sample(
+        "java",
+        src("""
+            package com.example;
+
+            import java.util.List;
+
+            /**
+             * Greets people.
+             */
+            @Service
+            public class Greeter {
+                private final String name;
+
+                /** Creates a greeter. */
+                public Greeter(String name) {
+                    this.name = name;
+                }
+
+                @Override
+                public String toString() {
+                    return "Greeter(" + name + ")";
+                }
+            }
+            """),
+        whole=[("module", None, 1, 3), ("class", "Greeter", 5, 21)],
+        split=[
+            ("header", "Greeter", 5, 10),
+            ("method", "Greeter.Greeter", 12, 15),
+            ("method", "Greeter.toString", 17, 21),
+        ],
+    ),
+    Sample(
+        "c",
+        src(r"""
+            #include <stdio.h>
+
+            /* A point. */
+            struct point {
+                int x;
+                int y;
+            };
+
+            // Adds two ints.
+            static int add(int a, int b) {
+                return a + b;
+            }
+
+            int main(void) {
+                printf("%d\n", add(1, 2));
+                return 0;
+            }
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "point", 3, 7),
+            ("function", "add", 9, 12),
+            ("function", "main", 14, 17),
+        ],
+        split=[("function", "add", 9, 12)],
+    ),
+    Sample(
+        "cpp",
+        src("""
+            #include <vector>
+
+            namespace geo {
+
+            /// A shape.
+            class Shape {
+            public:
+                virtual ~Shape() = default;
+                virtual double area() const = 0;
+            };
+
+            template <typename T>
+            T max_of(T a, T b) {
+                return a > b ? a : b;
+            }
+
+            double Circle::area() const {
+                return 3.14159 * r_ * r_;
+            }
+
+            }  // namespace geo
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "Shape", 5, 10),
+            ("function", "max_of", 12, 15),
+            ("function", "Circle.area", 17, 19),
+            ("module", None, 21, 21),
+        ],
+        split=[("function", "max_of", 12, 15)],
+    ),
+    Sample(
+        "csharp",
+        src("""
+            using System;
+
+            namespace Demo
+            {
+                /// <summary>Greets people.</summary>
+                [Serializable]
+                public class Greeter
+                {
+                    private readonly string _name;
+
+                    public Greeter(string name)
+                    {
+                        _name = name;
+                    }
+
+                    [Obsolete("Use Greet2")]
+                    public void Greet()
+                    {
+                        Console.WriteLine(_name);
+                    }
+                }
+            }
+            """),
+        # the namespace's closing brace joins the chunk before it
+        whole=[("module", None, 1, 4), ("class", "Greeter", 5, 22)],
+        split=[
+            ("header", "Greeter", 5, 9),
+            ("method", "Greeter.Greeter", 11, 14),
+            ("method", "Greeter.Greet", 16, 22),
+        ],
+    ),
+    Sample(
+        "ruby",
+        src("""
+            require "json"
+
+            module Shapes
+              # A circle.
+              class Circle
+                attr_reader :radius
+
+                def initialize(radius)
+                  @radius = radius
+                end
+
+                # The area.
+                def area
+                  3.14159 * radius * radius
+                end
+              end
+            end
+
+            def helper(x)
+              x * 2
+            end
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "Shapes", 3, 17),
+            ("function", "helper", 19, 21),
+        ],
+        split=[
+            ("header", "Shapes", 3, 3),
+            ("header", "Shapes.Circle", 4, 6),
+            ("method", "Shapes.Circle.initialize", 8, 10),
+            ("method", "Shapes.Circle.area", 12, 17),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "php",
+        src("""
+            <?php
+
+            namespace App\\Models;
+
+            /**
+             * A user.
+             */
+            #[Entity]
+            class User
+            {
+                protected string $name = '';
+
+                /** Get the name. */
+                public function getName(): string
+                {
+                    return $this->name;
+                }
+
+                public function setName(string $name): void
+                {
+                    $this->name = $name;
+                }
+            }
+
+            function helper($x) {
+                return $x * 2;
+            }
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "User", 5, 23),
+            ("function", "helper", 25, 27),
+        ],
+        split=[
+            ("header", "User", 5, 11),
+            ("method", "User.getName", 13, 17),
+            ("method", "User.setName", 19, 23),
+        ],
+    ),
+    Sample(
+        "kotlin",
+        src("""
+            package com.example
+
+            import kotlin.math.PI
+
+            /**
+             * A circle.
+             */
+            @Serializable
+            data class Circle(val r: Double) {
+                fun area(): Double {
+                    return PI * r * r
+                }
+
+                fun scale(k: Double): Circle {
+                    return Circle(r * k)
+                }
+            }
+
+            fun main() {
+                println(Circle(2.0).area())
+            }
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "Circle", 5, 17),
+            ("function", "main", 19, 21),
+        ],
+        split=[
+            ("header", "Circle", 5, 9),
+            ("method", "Circle.area", 10, 12),
+            ("method", "Circle.scale", 14, 17),
+        ],
+    ),
+    Sample(
+        "swift",
+        src("""
+            import Foundation
+
+            /// A counter.
+            @available(iOS 13, *)
+            class Counter {
+                var count = 0
+
+                func increment() {
+                    count += 1
+                }
+
+                func reset() {
+                    count = 0
+                }
+            }
+
+            func helper(_ x: Int) -> Int {
+                return x * 2
+            }
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "Counter", 3, 15),
+            ("function", "helper", 17, 19),
+        ],
+        split=[
+            ("header", "Counter", 3, 6),
+            ("method", "Counter.increment", 8, 10),
+            ("method", "Counter.reset", 12, 15),
+        ],
+        split_budget=25,
+    ),
+    Sample(
+        "scala",
+        src("""
+            package example
+
+            import scala.math._
+
+            /** A circle. */
+            @SerialVersionUID(1L)
+            case class Circle(r: Double) {
+              def area: Double = Pi * r * r
+
+              def scale(k: Double): Circle = {
+                Circle(r * k)
+              }
+            }
+
+            object Main extends App {
+              println(Circle(1.0).area)
+            }
+            """),
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "Circle", 5, 13),
+            ("class", "Main", 15, 17),
+        ],
+        split=[
+            ("header", "Circle", 5, 7),
+            ("method", "Circle.area", 8, 8),
+            ("method", "Circle.scale", 10, 13),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "bash",
+        src("""
+            #!/usr/bin/env bash
+            set -euo pipefail
+
+            # Greets someone.
+            greet() {
+              echo "hello $1"
+            }
+
+            function cleanup {
+              rm -rf "$TMP"
+            }
+
+            TMP=$(mktemp -d)
+            trap cleanup EXIT
+            greet world
+            """),
+        whole=[
+            ("module", None, 1, 2),
+            ("function", "greet", 4, 7),
+            ("function", "cleanup", 9, 11),
+            ("module", None, 13, 15),
+        ],
+        split=[("function", "greet", 4, 7)],
+    ),
+]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.language)
+def test_definitions_become_chunks_with_their_comments(sample: Sample) -> None:
+    chunker = TreeSitterChunker(COUNTER, min_tokens=0)
+    chunks = chunker.chunk(f"file.{sample.language}", sample.text, sample.language)
+    assert spans(chunks) == sample.whole
+    assert_contract(sample.text, chunks, 512)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.language)
+def test_a_class_over_budget_splits_into_header_and_methods(sample: Sample) -> None:
+    chunker = TreeSitterChunker(COUNTER, max_tokens=sample.split_budget, min_tokens=0)
+    chunks = chunker.chunk(f"file.{sample.language}", sample.text, sample.language)
+    found = spans(chunks)
+    for expected in sample.split:
+        assert expected in found
+    assert_contract(sample.text, chunks, sample.split_budget)
+
+
+def test_the_chunker_implements_the_port() -> None:
+    assert isinstance(TreeSitterChunker(COUNTER), Chunker)
+
+
+def test_every_code_language_has_a_grammar() -> None:
+    assert AST_LANGUAGES == languages.AST_LANGUAGES
+    assert {s.language for s in SAMPLES} == AST_LANGUAGES
+
+
+def test_threads_can_share_a_chunker() -> None:
+    chunker = TreeSitterChunker(COUNTER, min_tokens=0)
+    jobs = [(s.language, s.text) for s in SAMPLES] * 8
+    expected = [chunker.chunk("f", text, language) for language, text in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda job: chunker.chunk("f", job[1], job[0]), jobs))
+    assert results == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"max_tokens": 0}, {"min_tokens": -1}, {"overlap_lines": -1}, {"window_lines": 0}]
+)
+def test_settings_out_of_range_are_refused(kwargs: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        TreeSitterChunker(COUNTER, **kwargs)
+
+
+BIG_CLASS = src('''
+    class Store:
+        """Keeps items in memory.
+
+        Thread-unsafe; callers serialise access.
+        """
+
+        capacity: int = 100
+        name = "default"
+
+        def __init__(self, items: list[str]) -> None:
+            self.items = list(items)
+            self.hits = 0
+            self.misses = 0
+
+        def add(self, item: str) -> None:
+            if len(self.items) >= self.capacity:
+                raise OverflowError(f"store {self.name} is full at {self.capacity} items")
+            self.items.append(item)
+
+        def find(self, needle: str) -> str | None:
+            for item in self.items:
+                if needle in item:
+                    self.hits += 1
+                    return item
+            self.misses += 1
+            return None
+
+        ratio = 0.5
+
+        def stats(self) -> dict[str, int]:
+            return {"hits": self.hits, "misses": self.misses, "size": len(self.items)}
+    ''')
+
+
+def test_a_class_that_fits_stays_one_chunk() -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("store.py", BIG_CLASS, "python")
+    assert spans(chunks) == [("class", "Store", 1, 31)]
+
+
+def test_a_large_class_splits_into_header_fields_and_methods() -> None:
+    chunker = TreeSitterChunker(COUNTER, max_tokens=80, min_tokens=0)
+    chunks = chunker.chunk("store.py", BIG_CLASS, "python")
+    assert spans(chunks) == [
+        ("header", "Store", 1, 8),
+        ("method", "Store.__init__", 10, 13),
+        ("method", "Store.add", 15, 18),
+        ("method", "Store.find", 20, 26),
+        ("header", "Store", 28, 28),
+        ("method", "Store.stats", 30, 31),
+    ]
+    assert_contract(BIG_CLASS, chunks, 80)
+
+
+def test_nested_classes_qualify_their_methods() -> None:
+    text = src("""
+        public class Outer {
+            private int a;
+
+            static class Inner {
+                private int b;
+
+                void first() {
+                    System.out.println("first call of the inner class method");
+                }
+
+                void second() {
+                    System.out.println("second call of the inner class method");
+                }
+            }
+        }
+        """)
+    chunks = TreeSitterChunker(COUNTER, max_tokens=30, min_tokens=0).chunk("O.java", text, "java")
+    symbols = {c.symbol for c in chunks}
+    assert {"Outer", "Outer.Inner", "Outer.Inner.first", "Outer.Inner.second"} <= symbols
+    assert_contract(text, chunks, 30)
+
+
+LONG_FUNCTION = (
+    src('''
+    @retry(times=3)
+    def migrate(db, plan):
+        """Apply every step of a migration plan."""
+    ''')
+    + "\n".join(
+        f"    step_{i} = db.execute(plan.steps[{i}], timeout={i * 10}, label='step {i}')"
+        for i in range(40)
+    )
+    + "\n    return db.commit()\n"
+)
+
+
+def test_an_oversized_function_splits_at_statements_with_overlap() -> None:
+    chunker = TreeSitterChunker(COUNTER, max_tokens=250, min_tokens=0, overlap_lines=3)
+    chunks = chunker.chunk("migrate.py", LONG_FUNCTION, "python")
+    assert len(chunks) > 3
+    assert chunks[0].kind == "function"
+    assert chunks[0].content.startswith("@retry(times=3)\ndef migrate(db, plan):")
+    assert {c.kind for c in chunks[1:]} == {"block"}
+    assert {c.symbol for c in chunks} == {"migrate"}
+    for before, after in itertools.pairwise(chunks):
+        assert after.start_line == before.end_line - 2
+    assert chunks[-1].end_line == len(LONG_FUNCTION.splitlines())
+    assert_contract(LONG_FUNCTION, chunks, 250)
+
+
+def test_overlap_is_at_most_half_a_part() -> None:
+    chunker = TreeSitterChunker(COUNTER, max_tokens=60, min_tokens=0, overlap_lines=3)
+    chunks = chunker.chunk("migrate.py", LONG_FUNCTION, "python")
+    for before, after in itertools.pairwise(chunks):
+        shared = before.end_line - after.start_line + 1
+        assert 0 <= shared <= (before.end_line - before.start_line) // 2
+    assert_contract(LONG_FUNCTION, chunks, 60)
+
+
+def test_no_overlap_when_overlap_lines_is_zero() -> None:
+    chunker = TreeSitterChunker(COUNTER, max_tokens=120, min_tokens=0, overlap_lines=0)
+    chunks = chunker.chunk("migrate.py", LONG_FUNCTION, "python")
+    for before, after in itertools.pairwise(chunks):
+        assert after.start_line == before.end_line + 1
+    assert_contract(LONG_FUNCTION, chunks, 120)
+
+
+def test_a_huge_single_statement_is_split_inside() -> None:
+    entries = "\n".join(f'        "key_{i}": compute_value({i}, scale={i * 3}),' for i in range(60))
+    text = f"def table():\n    return {{\n{entries}\n    }}\n"
+    chunks = TreeSitterChunker(COUNTER, max_tokens=100).chunk("t.py", text, "python")
+    assert len(chunks) > 3
+    assert chunks[0].content.startswith("def table():")
+    assert_contract(text, chunks, 100)
+
+
+def test_a_single_line_over_budget_is_its_own_chunk() -> None:
+    text = "x = [" + ", ".join(str(i) for i in range(400)) + "]\ny = 1\n"
+    chunks = TreeSitterChunker(COUNTER, max_tokens=50, min_tokens=0).chunk("x.py", text, "python")
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 1)
+    assert_contract(text, chunks, 50)
+
+
+TINY_FUNCTIONS = src("""
+    def a():
+        return 1
+
+    def b():
+        return 2
+
+    def c():
+        return 3
+
+    def d():
+        return 4
+
+    def e():
+        return 5
+
+    def f():
+        return 6
+    """)
+
+
+def test_tiny_neighbours_merge_only_up_to_min_tokens() -> None:
+    chunker = TreeSitterChunker(COUNTER, min_tokens=16)
+    chunks = chunker.chunk("tiny.py", TINY_FUNCTIONS, "python")
+    assert 1 < len(chunks) < 6
+    for chunk in chunks:
+        assert chunk.kind == "function"
+        # a merge stops as soon as it reaches min_tokens: dropping its last function brings
+        # it back under min_tokens
+        if "," in (chunk.symbol or ""):
+            lines = chunk.content.splitlines()
+            assert COUNTER.count("\n".join(lines[:-3])) < 16
+    assert spans(chunks)[0] == ("function", "a, b, c", 1, 8)
+    assert_contract(TINY_FUNCTIONS, chunks, 512)
+
+
+def test_a_definition_at_min_tokens_never_merges() -> None:
+    big = "def big(x):\n" + "\n".join(f"    x = x * {i} + {i * 7}" for i in range(12))
+    text = f"def a():\n    return 1\n\n{big}\n\ndef b():\n    return 2\n"
+    chunks = TreeSitterChunker(COUNTER, min_tokens=48).chunk("m.py", text, "python")
+    assert [c.symbol for c in chunks] == ["a", "big", "b"]
+
+
+def test_no_merging_with_min_tokens_zero() -> None:
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("tiny.py", TINY_FUNCTIONS, "python")
+    assert [c.symbol for c in chunks] == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_module_level_code_is_kept() -> None:
+    text = src("""
+        import os
+        import sys
+
+        LIMIT = int(os.environ.get("LIMIT", "10"))
+
+        def main(argv):
+            for arg in argv[:LIMIT]:
+                print(arg.upper(), file=sys.stdout, flush=True)
+            return len(argv) if argv else 0
+
+        if __name__ == "__main__":
+            raise SystemExit(main(sys.argv[1:]))
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("cli.py", text, "python")
+    assert spans(chunks) == [
+        ("module", None, 1, 4),
+        ("function", "main", 6, 9),
+        ("module", None, 11, 12),
+    ]
+
+
+def test_a_big_module_gap_splits_at_statements() -> None:
+    text = "\n".join(f"SETTING_{i} = load_setting('setting_{i}', default={i})" for i in range(50))
+    chunks = TreeSitterChunker(COUNTER, max_tokens=100).chunk("cfg.py", text, "python")
+    assert len(chunks) > 5
+    assert {c.kind for c in chunks} == {"module"}
+    assert_contract(text, chunks, 100)
+
+
+def test_namespaces_and_preprocessor_blocks_are_looked_through() -> None:
+    text = src("""
+        #ifndef UTIL_H
+        #define UTIL_H
+
+        namespace util {
+
+        int twice(int x) {
+            return 2 * x;
+        }
+
+        }  // namespace util
+
+        #endif
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("util.h", text, "cpp")
+    assert ("function", "twice", 6, 8) in spans(chunks)
+    assert_contract(text, chunks, 512)
+
+
+def test_js_tests_with_nested_callbacks_split_inside() -> None:
+    cases = "\n".join(
+        f"  it('handles case {i}', () => {{\n    expect(run({i})).toBe({i * 2});\n  }});"
+        for i in range(30)
+    )
+    text = f"describe('run', () => {{\n{cases}\n}});\n"
+    chunks = TreeSitterChunker(COUNTER, max_tokens=80).chunk("run.test.js", text, "javascript")
+    assert len(chunks) > 5
+    # parts end where a test case ends, not in the middle of one
+    for chunk in chunks[:-1]:
+        assert chunk.content.endswith("});")
+    assert_contract(text, chunks, 80)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "   \n\t\n", "\r\n\r\n"])
+@pytest.mark.parametrize("language", ["python", "go", None, "markdown"])
+def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -> None:
+    assert TreeSitterChunker(COUNTER).chunk("x", text, language) == []
+
+
+def test_lines_follow_splitlines() -> None:
+    text = "def a():\r\n    return 1\r\n\r\ndef b():\u2028    return 2\x0cx = 1\n"
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("x.py", text, "python")
+    assert_contract(text, chunks, 512)
+    assert chunks[0].content == "def a():\n    return 1"
+
+
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [
+        ("php", "namespace Foo {\nfunction a() { return 1; }\n}\n<b>html</b>\n"),
+        ("python", "def broken(:\n    return )\n\nclass\n  x = [1, 2\n"),
+        ("kotlin", "class A { fun m() {} }\nfun x() = 1\n"),
+        ("rust", "\x00\x01\x02 fn \xff\ufffd {{{{ \n\n}}} impl for \n\x00"),
+        ("c", "{" * 3000 + "\n" + "}" * 3000 + "\nint main() { return 0; }\n"),
+        ("javascript", "\U0001f600 const = => {\n\u202e\u2066 class extends {\n"),
+    ],
+)
+def test_unparseable_text_is_still_covered(language: str, text: str) -> None:
+    chunks = TreeSitterChunker(COUNTER, max_tokens=64).chunk("x", text, language)
+    assert chunks
+    assert_contract(text, chunks, 64)
+
+
+def test_text_files_are_cut_into_overlapping_windows() -> None:
+    text = "\n".join(f"key_{i}: value" for i in range(100))
+    chunks = TreeSitterChunker(COUNTER, window_lines=20, overlap_lines=3).chunk(
+        "a.yaml", text, "yaml"
+    )
+    assert [(c.start_line, c.end_line) for c in chunks[:3]] == [(1, 20), (18, 37), (35, 54)]
+    assert {c.kind for c in chunks} == {"text"}
+    assert_contract(text, chunks, 512)
+
+
+def test_a_window_over_budget_shrinks() -> None:
+    text = "\n".join(" ".join(f"word{i}_{j}" for j in range(20)) for i in range(60))
+    chunks = TreeSitterChunker(COUNTER, max_tokens=150).chunk("notes.txt", text, None)
+    assert all(c.end_line - c.start_line < 59 for c in chunks)
+    assert_contract(text, chunks, 150)
+
+
+def test_languages_without_a_grammar_use_windows() -> None:
+    text = "SELECT 1;\n\nSELECT 2;\n"
+    assert spans(TreeSitterChunker(COUNTER).chunk("q.sql", text, "sql")) == [("text", None, 1, 3)]
+
+
+def test_markdown_splits_at_headings() -> None:
+    body = "\n".join(f"Paragraph line {i} about the install procedure." for i in range(6))
+    text = src("""
+        # Project
+
+        Intro.
+
+        ## Install
+
+        {body}
+
+        ```sh
+        # not a heading
+        pip install project
+        ```
+
+        ## Usage
+
+        {body}
+        """).replace("{body}", body)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("README.md", text, "markdown")
+    assert [(c.symbol, c.content.splitlines()[0]) for c in chunks] == [
+        ("Project", "# Project"),
+        ("Install", "## Install"),
+        ("Usage", "## Usage"),
+    ]
+    assert_contract(text, chunks, 512)
