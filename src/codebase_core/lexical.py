@@ -14,6 +14,7 @@ holding every query term infinitely often at average length.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -56,19 +57,27 @@ def _keep(token: str) -> bool:
     return len(token) > 1 and token not in STOP_WORDS
 
 
+@functools.lru_cache(maxsize=131_072)
+def _word_terms(word: str) -> tuple[str, ...]:
+    parts = _PARTS.findall(word)
+    terms: list[str] = []
+    if len(parts) > 1:
+        whole = word.lower()
+        if _keep(whole):
+            terms.append(_stem(whole))
+    for part in parts:
+        p = part.lower()
+        if _keep(p):
+            terms.append(_stem(p))
+    return tuple(terms)
+
+
 def analyse(text: str) -> list[str]:
     """Terms of ``text`` in order, with repeats (for term frequencies)."""
+    # Code repeats its words heavily, so the per-word expansion is memoised.
     terms: list[str] = []
     for word in _WORD.findall(text):
-        parts = _PARTS.findall(word)
-        if len(parts) > 1:
-            whole = word.lower()
-            if _keep(whole):
-                terms.append(_stem(whole))
-        for part in parts:
-            p = part.lower()
-            if _keep(p):
-                terms.append(_stem(p))
+        terms.extend(_word_terms(word))
     return terms
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -10,6 +11,13 @@ from collections.abc import Sequence
 
 from codebase_core import lexical
 from codebase_core.errors import ValidationFailed
+
+
+@functools.lru_cache(maxsize=262_144)
+def _slot(feature: str, dimension: int) -> tuple[int, float]:
+    # blake2b, not hash(): the same text must map to the same vector in every process.
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dimension, (1.0 if digest[4] & 1 else -1.0)
 
 
 class HashingEmbedder:
@@ -38,10 +46,7 @@ class HashingEmbedder:
         features.update(f"{a} {b}" for a, b in itertools.pairwise(terms))
         vec = [0.0] * self._dimension
         for feature, tf in features.items():
-            # blake2b, not hash(): the same text must map to the same vector in every process.
-            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-            bucket = int.from_bytes(digest[:4], "little") % self._dimension
-            sign = 1.0 if digest[4] & 1 else -1.0
+            bucket, sign = _slot(feature, self._dimension)
             vec[bucket] += sign * (1.0 + math.log(tf))
         norm = math.sqrt(sum(v * v for v in vec))
         return [v / norm for v in vec] if norm > 0 else vec

@@ -1,0 +1,72 @@
+"""The library facade over the real container: what another Python tool would do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codebase_core.errors import RepositoryNotFound, ValidationFailed
+from codebase_core.models import SearchMode, TaskStatus
+from entrypoints.library import open_codebase
+from entrypoints.settings import Settings
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "retry.py").write_text(
+        "import time\n\n\ndef retry_with_backoff(fn, attempts=5):\n"
+        '    """Call fn until it succeeds, sleeping twice as long after each failure."""\n'
+        "    delay = 0.1\n    for _ in range(attempts):\n        try:\n            return fn()\n"
+        "        except OSError:\n            time.sleep(delay)\n            delay *= 2\n"
+        "    return fn()\n"
+    )
+    (root / "pkg" / "names.py").write_text(
+        "def slugify(title):\n    return '-'.join(title.lower().split())\n"
+    )
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "generated.py").write_text("def retry_with_backoff():\n    pass\n")
+    return root
+
+
+async def test_index_search_and_reindex(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    async with open_codebase(Settings(embedder="hash")) as cb:
+        first = await cb.index(root, name="demo")
+        assert first.files_indexed == 3 and first.status.value == "success"  # incl. .gitignore
+        result = await cb.search("retry with backoff after failure", limit=5)
+        assert result.mode is SearchMode.HYBRID
+        assert result.hits[0].file_path == "pkg/retry.py"
+        assert result.hits[0].symbol == "retry_with_backoff"
+        assert all(not h.file_path.startswith("build/") for h in result.hits)
+        repos = await cb.repositories()
+        assert [(r.name, r.file_count) for r in repos] == [("demo", 3)]
+
+        (root / "pkg" / "names.py").unlink()
+        again = await cb.index(root)
+        assert (again.files_deleted, again.files_indexed) == (1, 0)
+        await cb.delete_repository(first.repository_id)
+        assert await cb.repositories() == []
+        with pytest.raises(RepositoryNotFound):
+            await cb.delete_repository(first.repository_id)
+
+
+async def test_tasks_through_the_facade() -> None:
+    async with open_codebase(Settings()) as cb:
+        task = await cb.tasks.create("Write the README")
+        done = await cb.tasks.update(task.id, status="complete")
+        assert done.status is TaskStatus.COMPLETE and done.completed_at is not None
+
+
+async def test_bad_paths_and_projects(tmp_path: Path) -> None:
+    with pytest.raises(ValidationFailed, match="project_id"):
+        async with open_codebase(Settings(), project_id="no/slashes"):
+            pass
+    async with open_codebase(Settings()) as cb:
+        with pytest.raises(ValidationFailed, match="does not exist"):
+            await cb.index(tmp_path / "missing")
+        (tmp_path / "f.txt").write_text("x")
+        with pytest.raises(ValidationFailed, match="not a directory"):
+            await cb.index(tmp_path / "f.txt")
