@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.retrieval import metrics, rank_of
+from bench.retrieval import emit, metrics, rank_of
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
 
@@ -115,12 +115,7 @@ def main() -> None:
     args = p.parse_args()
     if not (Path(args.data) / "code_idx_map.txt").exists():
         sys.exit(f"CoSQA data not found in {args.data} (expected ../shared/bench/cosqa)")
-    result = asyncio.run(run(args))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+    emit(asyncio.run(run(args)), args.out)
 
 
 if __name__ == "__main__":

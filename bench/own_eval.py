@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.retrieval import metrics, rank_of
+from bench.retrieval import emit, metrics, rank_of
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
 
@@ -72,12 +72,7 @@ def main() -> None:
     p.add_argument("--show-misses", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    result = asyncio.run(run(args))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+    emit(asyncio.run(run(args)), args.out)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Shared scoring for the retrieval benchmarks: the hit rule and the metrics."""
+"""Shared by the benchmarks: the retrieval hit rule, its metrics, and result output."""
 
 from __future__ import annotations
 
-from typing import Protocol
+import json
+from pathlib import Path
+from typing import Any, Protocol
 
 SLACK_LINES = 20
 
@@ -34,3 +36,12 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
         "recall@5": round(sum(1 for r in ranks if r and r <= 5) / n, 4),
         "recall@10": round(sum(1 for r in ranks if r and r <= 10) / n, 4),
     }
+
+
+def emit(result: dict[str, Any], out: str | None) -> None:
+    """Print a benchmark result as JSON, and write it to ``out`` when given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text + "\n")

@@ -31,6 +31,19 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def split_lines(text: str) -> list[str]:
+    """A file's lines as editors, git and grep number them.
+
+    Only ``\n``, ``\r\n`` and ``\r`` end a line; unlike ``str.splitlines`` a form feed or
+    U+2028 inside a line does not, so line numbers match what a user's editor shows. A trailing
+    line break adds no line.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def repository_id_for(path: str) -> str:
     """A stable id for a repository root: the same absolute path gives the same id."""
     return str(uuid.uuid5(_NAMESPACE, path))

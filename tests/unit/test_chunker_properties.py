@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
-from codebase_core.models import ChunkDraft
+from codebase_core.models import ChunkDraft, split_lines
 
 COUNTER = TiktokenCounter()
 KINDS = {"function", "method", "class", "header", "module", "block", "text"}
@@ -275,7 +275,7 @@ def arbitrary_text() -> st.SearchStrategy[str]:
 
 
 def check_contract(text: str, chunks: list[ChunkDraft], max_tokens: int) -> None:
-    lines = text.splitlines()
+    lines = split_lines(text)
     covered: set[int] = set()
     previous_start = 0
     for chunk in chunks:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codebase_core import lexical
+from codebase_core.models import split_lines
 
 
 @pytest.mark.parametrize(
@@ -77,3 +78,17 @@ def test_bm25_grows_with_tf_and_shrinks_with_length(tf: int, doc_len: int, avg: 
 
 def test_rarer_terms_weigh_more() -> None:
     assert lexical.idf(1000, 2) > lexical.idf(1000, 200) > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ("", []),
+        ("a", ["a"]),
+        ("a\n", ["a"]),
+        ("a\r\nb\rc\n\n", ["a", "b", "c", ""]),
+        ("a\x0cb\u2028c", ["a\x0cb\u2028c"]),
+    ],
+)
+def test_split_lines_numbers_lines_like_editors(text: str, lines: list[str]) -> None:
+    assert split_lines(text) == lines

@@ -12,7 +12,7 @@ import pytest
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
 from codebase_core import languages
-from codebase_core.models import ChunkDraft
+from codebase_core.models import ChunkDraft, split_lines
 from codebase_core.ports import Chunker
 
 COUNTER = TiktokenCounter()
@@ -27,7 +27,7 @@ def spans(chunks: list[ChunkDraft]) -> list[tuple[str | None, str | None, int, i
 
 
 def assert_contract(text: str, chunks: list[ChunkDraft], max_tokens: int) -> None:
-    lines = text.splitlines()
+    lines = split_lines(text)
     covered: set[int] = set()
     starts = [c.start_line for c in chunks]
     assert starts == sorted(starts)
@@ -939,11 +939,13 @@ def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -
     assert TreeSitterChunker(COUNTER).chunk("x", text, language) == []
 
 
-def test_lines_follow_splitlines() -> None:
-    text = "def a():\r\n    return 1\r\n\r\ndef b():\u2028    return 2\x0cx = 1\n"
+def test_line_numbers_match_editors() -> None:
+    # CRLF and CR end lines; a form feed and U+2028 do not (editors and grep agree).
+    text = "def a():\r\n    return 1\r\n\r\ndef b():\r    return 2\x0c\n\u2028x = 1\n"
     chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("x.py", text, "python")
     assert_contract(text, chunks, 512)
     assert chunks[0].content == "def a():\n    return 1"
+    assert chunks[-1].end_line == 6
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """TreeSitterChunker: cuts source files into definition-sized chunks with tree-sitter.
 
-Lines are ``text.splitlines()``: every Unicode line break ends a line (``\\r\\n`` counts once)
-and a trailing break adds no line. A chunk's ``content`` is its lines joined by ``"\\n"``; the
+Lines are ``codebase_core.models.split_lines(text)``: ``\\n``, ``\\r\\n`` and ``\\r`` end a
+line (a form feed or U+2028 does not, so numbers match editors); a trailing break adds no line. A chunk's ``content`` is its lines joined by ``"\\n"``; the
 parser reads the text rebuilt that way so that its rows are exactly these lines.
 
 Kinds:
@@ -54,7 +54,7 @@ from adapters.treesitter._grammar import (
     rows,
 )
 from adapters.treesitter._lines import LineBudget, Piece
-from codebase_core.models import ChunkDraft
+from codebase_core.models import ChunkDraft, split_lines
 from codebase_core.ports import TokenCounter
 
 AST_LANGUAGES = frozenset(GRAMMARS)
@@ -100,7 +100,7 @@ class TreeSitterChunker:
 
     def chunk(self, path: str, text: str, language: str | None) -> list[ChunkDraft]:
         """Chunks of one file (see the module docstring for kinds and rules)."""
-        lines = text.splitlines()
+        lines = split_lines(text)
         if all(not line.strip() for line in lines):
             return []
         budget = LineBudget(
@@ -130,7 +130,7 @@ class TreeSitterChunker:
         parser = parsers.get(language)
         if parser is None:
             parser = parsers[language] = Parser(lang)
-        # Parsing the lines rejoined with "\n" makes tree rows the splitlines() rows.
+        # Parsing the lines rejoined with "\n" makes tree rows exactly these lines.
         source = "\n".join(budget.lines).encode("utf-8", "replace")
         root = parser.parse(source).root_node
         prefix_rows = _prefix_rows(prefix_query, root, budget.lines)

@@ -30,6 +30,7 @@ from codebase_core.models import (
     SearchMode,
     SearchQuery,
     SearchResult,
+    split_lines,
 )
 from codebase_core.ports import ChunkStore, Embedder
 
@@ -169,7 +170,7 @@ class SearchService:
         for repo_id, paths in wanted.items():
             texts = await self._store.file_texts(repo_id, sorted(paths))
             for path, text in texts.items():
-                lines[(repo_id, path)] = text.splitlines()
+                lines[(repo_id, path)] = split_lines(text)
         hits: list[SearchHit] = []
         for sc, others in kept:
             c = sc.chunk
