@@ -157,6 +157,17 @@ async def test_vector_search_ties_break_by_path_then_line(chunk_store: ChunkStor
     ]
 
 
+async def test_vector_search_ties_at_the_cut_keep_the_smallest_paths(
+    chunk_store: ChunkStore,
+) -> None:
+    await chunk_store.save_repository(repo())
+    files = [file_batch("r1", f"{name}.py", ["x = 1"], vectors=[[1.0, 0.0]]) for name in "edcba"]
+    files.append(file_batch("r1", "z.py", ["y = 2"], vectors=[[1.0, 1.0]]))
+    await chunk_store.replace_files("r1", files)
+    hits, total = await chunk_store.vector_search([1.0, 0.0], NO_FILTER, 3)
+    assert [h.chunk.file_path for h in hits] == ["a.py", "b.py", "c.py"] and total == 6
+
+
 @pytest.mark.parametrize(
     ("filters", "expected"),
     [

@@ -193,15 +193,27 @@ class InMemoryChunkStore:
                 f"query vector has {len(vector)} dimensions, stored vectors "
                 f"{index.matrix.shape[1]}: re-index with force_reindex using one embedding model"
             )
-        keep = [i for i, cid in enumerate(index.ids) if filters.matches(self._chunks[cid])]
-        if not keep:
+        if filters == SearchFilters():
+            keep = np.arange(len(index.ids))
+        else:
+            keep = np.array(
+                [i for i, cid in enumerate(index.ids) if filters.matches(self._chunks[cid])],
+                dtype=np.int64,
+            )
+        if keep.size == 0:
             return [], 0
         scores = index.matrix[keep] @ _unit(vector)
+        if keep.size > limit:
+            # Exact top-k: everything scoring at least the k-th best (ties included) is sorted.
+            kth = np.partition(scores, keep.size - limit)[keep.size - limit]
+            chosen = np.flatnonzero(scores >= kth)
+        else:
+            chosen = np.arange(keep.size)
         ranked = _top(
-            [(self._chunks[index.ids[i]], float(s)) for i, s in zip(keep, scores, strict=True)],
+            [(self._chunks[index.ids[keep[j]]], float(scores[j])) for j in chosen],
             limit,
         )
-        return ranked, len(keep)
+        return ranked, int(keep.size)
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
