@@ -7,9 +7,9 @@ stemmer. A multi-part identifier also yields itself whole (``getUserName`` -> ``
 ``user``, ``name``, ``getusername``), so an exact identifier query ranks its definition first.
 
 BM25 uses k1 = 1.2, b = 0.75 and the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
-A chunk's document is its content, its file path and its symbol name. Scores are reported normalised to
-[0, 1] by the query's upper bound ``sum(idf(t) * (k1 + 1))``: the score a document would reach
-holding every query term infinitely often at average length.
+A chunk's document is its content, its file path and its symbol name. Scores are reported
+normalised to [0, 1] by the query's upper bound ``sum(idf(t) * (k1 + 1))``: the score a
+document would reach holding every query term infinitely often at average length.
 """
 
 from __future__ import annotations
