@@ -83,13 +83,18 @@ class SourceFile(_Frozen):
 
 
 class ChunkDraft(_Frozen):
-    """A chunk as a chunker cuts it, before it belongs to a repository."""
+    """A chunk as a chunker cuts it, before it belongs to a repository.
+
+    ``token_count``, when the chunker knows it, is the injected TokenCounter's count of
+    ``content`` (saves counting every chunk twice).
+    """
 
     start_line: int = Field(ge=1)
     end_line: int = Field(ge=1)
     content: str
     symbol: str | None = None
     kind: str | None = None
+    token_count: int | None = Field(default=None, ge=0)
 
 
 class Chunk(_Frozen):

@@ -286,8 +286,9 @@ def check_contract(text: str, chunks: list[ChunkDraft], max_tokens: int) -> None
         assert lines[chunk.start_line - 1].strip()
         assert lines[chunk.end_line - 1].strip()
         assert chunk.kind in KINDS
+        assert chunk.token_count == COUNTER.count(chunk.content)
         if chunk.start_line != chunk.end_line:
-            assert COUNTER.count(chunk.content) <= max_tokens
+            assert chunk.token_count <= max_tokens
         covered.update(range(chunk.start_line, chunk.end_line + 1))
     for number, line in enumerate(lines, 1):
         if line.strip():

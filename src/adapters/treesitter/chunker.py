@@ -398,6 +398,7 @@ def _drafts(budget: LineBudget, pieces: list[Piece]) -> list[ChunkDraft]:
             content=budget.content(s, e),
             symbol=piece.symbol,
             kind=piece.kind,
+            token_count=budget.tokens(s, e),
         )
         for (s, e), piece in sorted(spans.items())
     ]

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from codebase_core.errors import Cancelled, FileUnreadable, ModelMismatch, ValidationFailed
+from codebase_core.errors import (
+    Cancelled,
+    CoreError,
+    FileUnreadable,
+    ModelMismatch,
+    ValidationFailed,
+)
 from codebase_core.models import (
     Chunk,
     FileError,
@@ -134,19 +141,35 @@ class IndexingService:
         chunks_created = embedded = cached = files_indexed = 0
         total = len(changed)
         await _report(progress, "chunking", 0, total)
-        for start in range(0, total, self._batch_files):
-            token.raise_if_cancelled()
-            batch = changed[start : start + self._batch_files]
-            prepared, batch_errors = await self._prepare(root, repo_id, batch)
-            errors.extend(batch_errors)
-            n_embedded, n_cached = await self._embed(prepared)
-            embedded += n_embedded
-            cached += n_cached
-            token.raise_if_cancelled()
-            await self._store.replace_files(repo_id, prepared)
-            files_indexed += len(prepared)
-            chunks_created += sum(len(p.chunks) for p in prepared)
-            await _report(progress, "writing", min(start + len(batch), total), total)
+        batches = [changed[i : i + self._batch_files] for i in range(0, total, self._batch_files)]
+        # Pipeline: while batch N is embedded and written, batch N + 1 is read and chunked in a
+        # worker thread, so the embedder and the store are not idle during chunking.
+        ahead: asyncio.Task[tuple[list[PreparedFile], list[FileError]]] | None = None
+        try:
+            done = 0
+            for i, batch in enumerate(batches):
+                token.raise_if_cancelled()
+                if ahead is None:
+                    ahead = asyncio.create_task(self._prepare(root, repo_id, batch))
+                prepared, batch_errors = await ahead
+                ahead = None
+                if i + 1 < len(batches):
+                    ahead = asyncio.create_task(self._prepare(root, repo_id, batches[i + 1]))
+                errors.extend(batch_errors)
+                n_embedded, n_cached = await self._embed(prepared)
+                embedded += n_embedded
+                cached += n_cached
+                token.raise_if_cancelled()
+                await self._store.replace_files(repo_id, prepared)
+                files_indexed += len(prepared)
+                chunks_created += sum(len(p.chunks) for p in prepared)
+                done += len(batch)
+                await _report(progress, "writing", done, total)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError, CoreError):
+                    await ahead
 
         # A file that changed but could no longer be read keeps no stale chunks.
         unreadable = [e.path for e in errors if e.path in stored and e.path in scanned]
@@ -223,7 +246,11 @@ class IndexingService:
                         end_line=d.end_line,
                         content=d.content,
                         content_hash=h,
-                        token_count=self._tokens.count(d.content),
+                        token_count=(
+                            d.token_count
+                            if d.token_count is not None
+                            else self._tokens.count(d.content)
+                        ),
                     )
                 )
             source = SourceFile(
