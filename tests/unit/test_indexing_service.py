@@ -12,7 +12,7 @@ from adapters.hashing import HashingEmbedder
 from adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
-from codebase_core.errors import Cancelled, ModelMismatch, ValidationFailed
+from codebase_core.errors import Cancelled, EmbedderUnavailable, ModelMismatch, ValidationFailed
 from codebase_core.models import IndexStatus
 from codebase_core.services import CancellationToken, IndexingService
 
@@ -249,3 +249,30 @@ async def test_incremental_reindex_equals_fresh_index(
     embedded = len(emb.embedded)
     third = await service.index(ROOT)
     assert third.files_indexed == 0 and third.files_deleted == 0 and len(emb.embedded) == embedded
+
+
+class FailingEmbedder(HashingEmbedder):
+    """Fails on its second call, like a server that goes down mid-run."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls = 0
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.calls == 2:
+            raise EmbedderUnavailable("embedding server at http://127.0.0.1:9 went away")
+        return await super().embed_documents(texts)
+
+
+async def test_embedder_failure_mid_run_keeps_whole_files_and_resumes() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(6)}
+    store = InMemoryChunkStore()
+    tree = InMemorySourceTree({ROOT: files})
+    with pytest.raises(EmbedderUnavailable):
+        await _service(tree, store, FailingEmbedder()).index(ROOT)
+    repo = await store.find_repository(ROOT)
+    assert repo is not None
+    assert sorted(await store.file_hashes(repo.id)) == ["m0.py", "m1.py"]
+    resumed = await _service(tree, store, CountingEmbedder(64)).index(ROOT)
+    assert resumed.files_indexed == 4 and resumed.status is IndexStatus.SUCCESS

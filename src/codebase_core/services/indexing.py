@@ -130,7 +130,14 @@ class IndexingService:
         repo_name = name or (existing.name if existing else PurePath(root).name or root)
         if existing is None or existing.name != repo_name:
             # Register first so that files written below always belong to a known repository.
-            base = existing or Repository(id=repo_id, name=repo_name, path=root)
+            # With the model from the start: a run that fails midway leaves vectors of it.
+            base = existing or Repository(
+                id=repo_id,
+                name=repo_name,
+                path=root,
+                embedding_model=model,
+                embedding_dimension=self._embedder.dimension if self._embedder else None,
+            )
             await self._store.save_repository(base.model_copy(update={"name": repo_name}))
         stored = await self._store.file_hashes(repo_id)
         scanned = {e.path: e for e in scan.files}
