@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -114,6 +115,7 @@ class IndexingService:
         repo_id = repository_id_for(root)
         existing = await self._store.find_repository(root)
         model = self._embedder.model if self._embedder is not None else None
+        dimension = self._embedder.dimension if self._embedder is not None else None
         if (
             existing is not None
             and existing.chunk_count
@@ -136,7 +138,7 @@ class IndexingService:
                 name=repo_name,
                 path=root,
                 embedding_model=model,
-                embedding_dimension=self._embedder.dimension if self._embedder else None,
+                embedding_dimension=dimension,
             )
             await self._store.save_repository(base.model_copy(update={"name": repo_name}))
         stored = await self._store.file_hashes(repo_id)
@@ -151,13 +153,12 @@ class IndexingService:
         batches = [changed[i : i + self._batch_files] for i in range(0, total, self._batch_files)]
         # Pipeline: while batch N is embedded and written, batch N + 1 is read and chunked in a
         # worker thread, so the embedder and the store are not idle during chunking.
-        ahead: asyncio.Task[tuple[list[PreparedFile], list[FileError]]] | None = None
+        ahead = asyncio.create_task(self._prepare(root, repo_id, batches[0])) if batches else None
         try:
             done = 0
             for i, batch in enumerate(batches):
                 token.raise_if_cancelled()
-                if ahead is None:
-                    ahead = asyncio.create_task(self._prepare(root, repo_id, batch))
+                assert ahead is not None
                 prepared, batch_errors = await ahead
                 ahead = None
                 if i + 1 < len(batches):
@@ -194,7 +195,7 @@ class IndexingService:
                     name=repo_name,
                     path=root,
                     embedding_model=model,
-                    embedding_dimension=self._embedder.dimension if self._embedder else None,
+                    embedding_dimension=dimension,
                     indexed_at=utcnow(),
                 )
             )
@@ -288,12 +289,7 @@ class IndexingService:
             await self._store.cache_embeddings(model, fresh)
             known.update(fresh)
         for i, p in enumerate(prepared):
-            prepared[i] = PreparedFile(
-                file=p.file,
-                text=p.text,
-                chunks=p.chunks,
-                vectors=[known[c.content_hash] for c in p.chunks],
-            )
+            prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])
         return len(missing), len(texts_by_hash) - len(missing)
 
 

@@ -17,10 +17,10 @@ from rich.syntax import Syntax
 from codebase_core.errors import CoreError, InvalidLimit, ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
-    MAX_SEARCH_LIMIT,
     IndexResult,
     ProgressPhase,
     SearchMode,
+    SearchQuery,
     SearchResult,
 )
 from codebase_core.services import ProgressCallback
@@ -180,10 +180,15 @@ async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 _print_index(indexed, out)
             return EXIT_OK if indexed.status.value != "failed" else EXIT_ERROR
 
-        if not 1 <= args.limit <= MAX_SEARCH_LIMIT:
-            raise InvalidLimit(args.limit, 1, MAX_SEARCH_LIMIT)
-        if not args.query.strip():
-            raise ValidationFailed("query", args.query, "must be a non-empty string")
+        # The search's own rules, checked before --index spends time on a doomed query.
+        SearchQuery.build(
+            args.query,
+            mode=args.mode,
+            limit=args.limit,
+            file_type=args.file_type,
+            directory=args.directory,
+            language=args.language,
+        )
         repository_id = args.repository_id
         if args.index:
             refreshed = await _index(
