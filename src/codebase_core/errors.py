@@ -73,6 +73,12 @@ class DuplicateJob(CoreError):
     code = "DUPLICATE_JOB"
 
 
+class RepositoryBusy(CoreError):
+    """Another process is indexing the same repository and the caller asked not to wait."""
+
+    code = "REPOSITORY_BUSY"
+
+
 class StoreUnavailable(CoreError):
     """The database is unreachable, timed out, or failed."""
 

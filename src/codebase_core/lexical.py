@@ -127,6 +127,9 @@ def bm25(
 
 
 def normalised(raw: float, bound: float) -> float:
+    """``raw / bound`` clamped to [0, 1] and rounded to 9 decimals, so that stores summing term
+    scores in different orders report equal scores for tied documents (ties then fall to path
+    and line in every store)."""
     if bound <= 0:
         return 0.0
-    return min(1.0, max(0.0, raw / bound))
+    return round(min(1.0, max(0.0, raw / bound)), 9)

@@ -450,7 +450,9 @@ class Project(_Frozen):
     tasks: int = 0
 
 
-ProgressPhase = Literal["scanning", "chunking", "embedding", "writing", "deleting", "done"]
+ProgressPhase = Literal[
+    "waiting", "scanning", "chunking", "embedding", "writing", "deleting", "optimizing", "done"
+]
 
 
 PROJECT_ID_RE = re.compile(r"^[A-Za-z0-9_\- ]{1,64}$")

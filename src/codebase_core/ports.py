@@ -7,6 +7,7 @@ CPU work over a string: making them coroutines would only add scheduling overhea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from codebase_core.models import (
@@ -51,6 +52,14 @@ class ChunkStore(Protocol):
       document statistics over every chunk in the store) the chunks containing at least one
       of ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the
       count of all chunks passing the filters that contain a term.
+    - One embedding model per store (project): ``save_repository`` with a model other than the
+      one whose vectors the store holds raises ``ModelMismatch`` while another repository holds
+      such vectors; otherwise it switches the store to the new model and drops this
+      repository's old vectors.
+    - ``indexing_lock`` serialises indexing of one repository (across processes where the
+      store is shared); with ``wait=False`` a held lock raises ``RepositoryBusy``.
+    - ``optimize`` finishes index maintenance after a run of writes (it may be slow; a no-op
+      where there is nothing to build).
     - Repositories read back carry live ``file_count`` and ``chunk_count`` computed by the store
       (the values given to ``save_repository`` are ignored).
     - Unknown repository ids raise ``RepositoryNotFound`` where a method takes one to act on;
@@ -117,6 +126,14 @@ class ChunkStore(Protocol):
         self, terms: Sequence[str], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
+        ...
+
+    def indexing_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        """Held while one indexing run writes this repository."""
+        ...
+
+    async def optimize(self) -> None:
+        """Build what searches rely on after writes (ANN indexes); see class doc."""
         ...
 
 

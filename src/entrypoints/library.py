@@ -7,10 +7,13 @@ async with open_codebase() as cb:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
+from adapters.postgres import schema_name
 from codebase_core.errors import ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
@@ -28,8 +31,10 @@ from codebase_core.services import (
     SearchService,
     TaskService,
 )
-from entrypoints.container import Container, build_container
+from entrypoints.container import build_container
 from entrypoints.settings import Settings
+
+T = TypeVar("T")
 
 
 def resolve_repo_path(path: str | Path, field: str = "repo_path") -> str:
@@ -48,9 +53,23 @@ def resolve_repo_path(path: str | Path, field: str = "repo_path") -> str:
 class Codebase:
     """One project's index, search and task tracker, backed by a configured container."""
 
-    def __init__(self, container: Container, project_id: str) -> None:
-        self._container = container
+    def __init__(
+        self,
+        project_id: str,
+        *,
+        store: ChunkStore,
+        indexing: IndexingService,
+        search: SearchService,
+        tasks: TaskService,
+        database_name: str | None,
+    ) -> None:
         self.project_id = project_id
+        self.database_name = database_name
+        """The Postgres schema holding this project (None with the memory store)."""
+        self._store = store
+        self._indexing = indexing
+        self._search = search
+        self._tasks = tasks
 
     async def index(
         self,
@@ -60,11 +79,17 @@ class Codebase:
         force: bool = False,
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
+        wait: bool = True,
     ) -> IndexResult:
-        """Bring the index of the repository at ``path`` up to date (incrementally)."""
+        """Bring the index of the repository at ``path`` up to date (incrementally).
+
+        When another process indexes the same repository, ``wait`` queues behind it (progress
+        phase ``waiting``); ``wait=False`` raises ``RepositoryBusy`` instead.
+        """
         root = resolve_repo_path(path)
-        service: IndexingService = self._container.indexing_service()
-        return await service.index(root, name=name, force=force, progress=progress, cancel=cancel)
+        return await self._indexing.index(
+            root, name=name, force=force, progress=progress, cancel=cancel, wait=wait
+        )
 
     async def search(
         self,
@@ -78,7 +103,7 @@ class Codebase:
         language: str | None = None,
     ) -> SearchResult:
         """Ranked chunks for a natural-language or identifier query."""
-        service: SearchService = self._container.search_service()
+        service = self._search
         q = SearchQuery.build(
             query,
             mode=mode,
@@ -93,24 +118,27 @@ class Codebase:
 
     async def repositories(self) -> list[Repository]:
         """Indexed repositories with their file and chunk counts."""
-        store: ChunkStore = self._container.chunk_store()
-        return await store.list_repositories()
+        return await self._store.list_repositories()
 
     async def repository_for_path(self, path: str | Path) -> Repository | None:
         """The indexed repository rooted at ``path``, if any."""
-        store: ChunkStore = self._container.chunk_store()
-        return await store.find_repository(resolve_repo_path(path))
+        return await self._store.find_repository(resolve_repo_path(path))
 
     async def delete_repository(self, repository_id: str) -> None:
         """Remove a repository and all its chunks."""
-        store: ChunkStore = self._container.chunk_store()
-        await store.delete_repository(repository_id)
+        await self._store.delete_repository(repository_id)
 
     @property
     def tasks(self) -> TaskService:
         """The task tracker of this project."""
-        service: TaskService = self._container.task_service()
-        return service
+        return self._tasks
+
+
+async def _resolve(provided: T | Awaitable[T]) -> T:
+    """Providers run in async mode (see ``build_container``): their calls are awaitable."""
+    if inspect.isawaitable(provided):
+        return await provided
+    return provided
 
 
 @asynccontextmanager
@@ -118,14 +146,19 @@ async def open_codebase(
     settings: Settings | None = None, *, project_id: str | None = None
 ) -> AsyncIterator[Codebase]:
     """Build the container, start its resources, and yield a ``Codebase``."""
-    resolved = settings or Settings()
+    resolved = (settings or Settings()).model_copy()
     project = check_project_id(project_id or resolved.project)
+    resolved.project = project
     container = build_container(resolved)
-    started = container.init_resources()
-    if started is not None:
-        await started
     try:
-        yield Codebase(container, project)
+        yield Codebase(
+            project,
+            store=await _resolve(container.chunk_store()),
+            indexing=await _resolve(container.indexing_service()),
+            search=await _resolve(container.search_service()),
+            tasks=await _resolve(container.task_service()),
+            database_name=schema_name(project) if resolved.store == "postgres" else None,
+        )
     finally:
         stopped = container.shutdown_resources()
         if stopped is not None:

@@ -21,16 +21,21 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEBASE_MCP_", extra="ignore")
 
-    store: Literal["memory"] = "memory"
+    store: Literal["postgres", "memory"] = "postgres"
     embedder: Literal["none", "hash"] = "none"
     hash_dimension: int = Field(default=384, ge=8, le=4096)
     project: str = "default"
     data_dir: Path = Field(default_factory=_default_data_dir)
 
-    # Read now so later issues can use them; seed-compatible names without the prefix.
+    # Unset: the embedded PostgreSQL (pgserver) in data_dir/postgres.
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("CODEBASE_MCP_DATABASE_URL", "DATABASE_URL")
     )
+    pool_size: int = Field(default=8, ge=2, le=100)
+    connect_timeout: float = Field(default=10.0, gt=0)
+    statement_timeout: float = Field(default=120.0, gt=0)
+    hnsw_m: int = Field(default=16, ge=4, le=100)
+    hnsw_ef_construction: int = Field(default=40, ge=8, le=1000)
     ollama_base_url: str = Field(
         default="http://localhost:11434",
         validation_alias=AliasChoices("CODEBASE_MCP_OLLAMA_BASE_URL", "OLLAMA_BASE_URL"),

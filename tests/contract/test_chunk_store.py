@@ -278,7 +278,7 @@ async def test_lexical_search_is_exact_bm25(chunk_store: ChunkStore, query: str)
     assert [round(h.score, 9) for h in hits] == [round(v, 9) for _, v in want]
     got = {(h.chunk.file_path, h.chunk.content): h.score for h in hits}
     for key, score in got.items():
-        assert score == pytest.approx(expected[key], rel=1e-9)
+        assert score == pytest.approx(expected[key], abs=1e-9)
     assert all(0.0 <= h.score <= 1.0 for h in hits)
 
 

@@ -72,7 +72,10 @@ def test_index_json(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", str(repo), "--json", "--name", "demo"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["files_indexed"] == 3 and payload["status"] == "success"
-    assert payload["repository_name"] == "demo" and payload["project_id"] == "default"
+    assert (
+        payload["repository_name"] == "demo"
+        and payload["project_id"] == os.environ["CODEBASE_MCP_PROJECT"]
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from codebase_core import lexical
-from codebase_core.errors import ModelMismatch, RepositoryNotFound
+from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
 from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SourceFile
 from codebase_core.ports import IndexedFile
 
@@ -47,6 +49,7 @@ class InMemoryChunkStore:
         # float32 arrays, not lists of Python floats: a 384-d list costs ~12 KiB, an array 1.5.
         self._cache: dict[tuple[str, str], Matrix] = {}
         self._index: _VectorIndex | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
 
     # --- repositories -------------------------------------------------------------------
 
@@ -60,8 +63,33 @@ class InMemoryChunkStore:
         )
 
     async def save_repository(self, repository: Repository) -> None:
+        model = repository.embedding_model
+        if model is not None:
+            others = [
+                r
+                for rid, r in self._repos.items()
+                if rid != repository.id and r.embedding_model != model and self._has_vectors(rid)
+            ]
+            if others:
+                names = ", ".join(f"{r.name!r} ({r.embedding_model})" for r in others)
+                raise ModelMismatch(
+                    f"this store holds vectors of another model in {names}; {model!r} cannot "
+                    "be mixed with them: re-index every repository with force_reindex using "
+                    "one model, or use another project (CODEBASE_MCP_PROJECT)",
+                    repository_id=repository.id,
+                )
+            previous = self._repos.get(repository.id)
+            if previous is not None and previous.embedding_model not in (None, model):
+                for stored in self._files.get(repository.id, {}).values():
+                    for cid in stored.chunk_ids:
+                        self._vectors.pop(cid, None)
+                self._index = None
         self._repos[repository.id] = repository
         self._files.setdefault(repository.id, {})
+
+    def _has_vectors(self, repository_id: str) -> bool:
+        files = self._files.get(repository_id, {})
+        return any(cid in self._vectors for f in files.values() for cid in f.chunk_ids)
 
     async def get_repository(self, repository_id: str) -> Repository:
         repo = self._repos.get(repository_id)
@@ -156,6 +184,20 @@ class InMemoryChunkStore:
         stored_files = self._files_of(repository_id)
         out = [self._chunks[cid] for f in stored_files.values() for cid in f.chunk_ids]
         return sorted(out, key=lambda c: (c.file_path, c.start_line, c.end_line))
+
+    @asynccontextmanager
+    async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(repository_id, asyncio.Lock())
+        if lock.locked() and not wait:
+            raise RepositoryBusy(
+                f"repository {repository_id} is being indexed: retry when it finishes",
+                repository_id=repository_id,
+            )
+        async with lock:
+            yield
+
+    async def optimize(self) -> None:
+        """Nothing to build: searches are exact."""
 
     # --- embedding cache ----------------------------------------------------------------
 

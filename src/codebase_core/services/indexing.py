@@ -16,6 +16,7 @@ from codebase_core.errors import (
     CoreError,
     FileUnreadable,
     ModelMismatch,
+    RepositoryBusy,
     ValidationFailed,
 )
 from codebase_core.models import (
@@ -92,6 +93,7 @@ class IndexingService:
         force: bool = False,
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
+        wait: bool = True,
     ) -> IndexResult:
         """Index the repository at the absolute path ``root``.
 
@@ -100,19 +102,43 @@ class IndexingService:
         their chunks. Per-file failures are reported in ``errors`` (status ``partial``).
         Raises ``ValidationFailed`` for a bad root, ``ModelMismatch`` when the repository was
         indexed with another embedding model and ``force`` is not set, ``Cancelled`` when
-        ``cancel`` is set (every file already written stays consistent).
+        ``cancel`` is set (every file already written stays consistent), ``RepositoryBusy``
+        when another process indexes the same repository and ``wait`` is False (with ``wait``,
+        progress reports phase ``waiting`` and the run starts when the other ends).
         """
         started = time.perf_counter()
         if not PurePath(root).is_absolute():
             raise ValidationFailed("repo_path", root, "must be an absolute path")
         token = cancel or CancellationToken()
+        repo_id = repository_id_for(root)
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=False))
+            except RepositoryBusy:
+                if not wait:
+                    raise
+                # Another process indexes this repository: say so, then queue behind it.
+                await _report(progress, "waiting", 0, 1)
+                await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=True))
+            return await self._index_locked(root, repo_id, name, force, progress, token, started)
+        raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
+
+    async def _index_locked(
+        self,
+        root: str,
+        repo_id: str,
+        name: str | None,
+        force: bool,
+        progress: ProgressCallback | None,
+        token: CancellationToken,
+        started: float,
+    ) -> IndexResult:
 
         await _report(progress, "scanning", 0, 1)
         scan = await self._source.scan(root)
         await _report(progress, "scanning", 1, 1)
         token.raise_if_cancelled()
 
-        repo_id = repository_id_for(root)
         existing = await self._store.find_repository(root)
         model = self._embedder.model if self._embedder is not None else None
         dimension = self._embedder.dimension if self._embedder is not None else None
@@ -130,17 +156,20 @@ class IndexingService:
                 repository_id=existing.id,
             )
         repo_name = name or (existing.name if existing else PurePath(root).name or root)
-        if existing is None or existing.name != repo_name:
+        if existing is None or existing.name != repo_name or existing.embedding_model != model:
             # Register first so that files written below always belong to a known repository.
-            # With the model from the start: a run that fails midway leaves vectors of it.
-            base = existing or Repository(
-                id=repo_id,
-                name=repo_name,
-                path=root,
-                embedding_model=model,
-                embedding_dimension=dimension,
+            # With the model from the start: a run that fails midway leaves vectors of it, and
+            # a forced model change switches the store before any new vector is written.
+            base = existing or Repository(id=repo_id, name=repo_name, path=root)
+            await self._store.save_repository(
+                base.model_copy(
+                    update={
+                        "name": repo_name,
+                        "embedding_model": model,
+                        "embedding_dimension": dimension,
+                    }
+                )
             )
-            await self._store.save_repository(base.model_copy(update={"name": repo_name}))
         stored = await self._store.file_hashes(repo_id)
         scanned = {e.path: e for e in scan.files}
         changed = [e for e in scan.files if force or stored.get(e.path) != e.content_hash]
@@ -186,6 +215,10 @@ class IndexingService:
             await _report(progress, "deleting", 0, len(to_delete))
             await self._store.delete_files(repo_id, to_delete)
             await _report(progress, "deleting", len(to_delete), len(to_delete))
+
+        await _report(progress, "optimizing", 0, 1)
+        await self._store.optimize()
+        await _report(progress, "optimizing", 1, 1)
 
         wrote = files_indexed > 0 or bool(to_delete)
         if wrote or existing is None or existing.embedding_model != model:

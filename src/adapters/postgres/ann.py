@@ -1,0 +1,34 @@
+"""How the ANN (HNSW) indexes of a project are laid out and when they are built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AnnConfig:
+    """ANN strategy: partial HNSW indexes ("segments") over ranges of chunk insertion order.
+
+    Rows past the last segment (the *tail*) are searched exactly. A segment is built in the
+    background, without blocking writes (``CREATE INDEX CONCURRENTLY``), once the tail holds
+    ``segment_rows`` vectors, so a large load never pays per-row HNSW inserts and the build of
+    one segment overlaps the chunking and embedding of the next. At the end of an indexing run
+    (``ChunkStore.optimize``) a tail of ``tail_rows`` or more becomes a segment too, and adjacent
+    small segments are merged while there are more than ``max_segments``. A project with fewer
+    than ``min_rows`` vectors has no ANN index at all: exact search is faster there.
+
+    A search whose filters leave at most ``exact_rows`` candidates scans them exactly; any ANN
+    search that returns fewer than ``limit`` hits while more match is redone exactly, so
+    filters never cost completeness.
+    """
+
+    m: int = 16
+    ef_construction: int = 40
+    ef_search_min: int = 40
+    min_rows: int = 10_000
+    segment_rows: int = 16_384
+    tail_rows: int = 2_000
+    max_segments: int = 8
+    exact_rows: int = 8_000
+    build_memory_mb: int = 512
+    final_build_workers: int = 1

@@ -1,0 +1,782 @@
+"""PgChunkStore: one project's repositories, chunks, vectors (pgvector) and BM25 postings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from adapters.postgres.ann import AnnConfig
+from adapters.postgres.database import PgDatabase, Workspace, lock_key
+from codebase_core import lexical
+from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
+from codebase_core.models import (
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    file_extension,
+    normalise_directory,
+)
+from codebase_core.ports import IndexedFile
+
+_CHUNK_COLUMNS = (
+    "seq",
+    "id",
+    "repo_id",
+    "file_path",
+    "file_ext",
+    "language",
+    "symbol",
+    "kind",
+    "start_line",
+    "end_line",
+    "content",
+    "content_hash",
+    "token_count",
+    "doc_len",
+    "terms",
+    "embedding",
+)
+_SELECT_CHUNK = (
+    "c.id, c.repo_id, c.file_path, c.language, c.symbol, c.kind, c.start_line, c.end_line, "
+    "c.content, c.content_hash, c.token_count"
+)
+
+
+@functools.lru_cache(maxsize=262_144)
+def term_key(term: str) -> int:
+    """The signed 64-bit key of an analysed term in the postings table (collisions ~2^-64)."""
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _chunk(row: asyncpg.Record) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        repository_id=row["repo_id"],
+        file_path=row["file_path"],
+        language=row["language"],
+        symbol=row["symbol"],
+        kind=row["kind"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        content=row["content"],
+        content_hash=row["content_hash"],
+        token_count=row["token_count"],
+    )
+
+
+@dataclass(slots=True)
+class _Rows:
+    files: list[tuple[Any, ...]]
+    chunks: list[tuple[Any, ...]]
+    postings: list[tuple[int, int, int, int]]
+    n_docs: int
+    total_len: int
+    dimension: int | None
+
+
+class _Filter:
+    """SQL conditions (on alias ``c``) for ``SearchFilters``, with bound parameters."""
+
+    def __init__(self, filters: SearchFilters, first_param: int) -> None:
+        self.params: list[Any] = []
+        conds: list[str] = []
+
+        def bind(value: Any) -> str:
+            self.params.append(value)
+            return f"${first_param + len(self.params) - 1}"
+
+        if filters.repository_id is not None:
+            conds.append(f"c.repo_id = {bind(filters.repository_id)}")
+        if filters.language is not None:
+            conds.append(f"c.language = {bind(filters.language)}")
+        if filters.file_type is not None:
+            conds.append(f"c.file_ext = {bind(filters.file_type)}")
+        if filters.directory:
+            d = normalise_directory(filters.directory)
+            if d:
+                # A literal prefix as a byte range ('0' follows '/'): no LIKE escaping needed.
+                p1, p2, p3 = bind(d), bind(d + "/"), bind(d + "0")
+                conds.append(
+                    f"(c.file_path = {p1} OR (c.file_path >= {p2} AND c.file_path < {p3}))"
+                )
+        self.sql = " AND ".join(conds) if conds else "true"
+        self.empty = not conds
+
+
+class PgChunkStore:
+    """Postgres + pgvector ChunkStore of one project schema (chunks, vectors, BM25 postings).
+
+    Writes go through ``COPY``; a file's replacement is one transaction. Vectors are searched
+    with partial HNSW indexes plus an exact scan of rows not yet indexed (see ``AnnConfig``).
+    """
+
+    def __init__(
+        self, database: PgDatabase, project_id: str, *, ann: AnnConfig | None = None
+    ) -> None:
+        self._db = database
+        self._project_id = project_id
+        self._ann = ann or AnnConfig()
+        self._builds: set[asyncio.Task[None]] = set()
+        self._dimension: int | None = None
+        self._written = 0
+
+    @property
+    def project_id(self) -> str:
+        return self._project_id
+
+    async def workspace(self) -> Workspace:
+        """This project's schema (created and migrated on first use)."""
+        return await self._db.workspace(self._project_id)
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[tuple[asyncpg.Connection, str]]:
+        ws = await self.workspace()
+        async with self._db.connection() as conn:
+            yield conn, ws.quoted
+
+    # --- repositories -------------------------------------------------------------------
+
+    async def _repos(
+        self, conn: asyncpg.Connection, s: str, where: str, *args: Any
+    ) -> list[Repository]:
+        rows = await conn.fetch(
+            f"""
+            SELECT r.*,
+                   (SELECT count(*) FROM {s}.files f WHERE f.repo_id = r.id) AS file_count,
+                   (SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id) AS chunk_count
+            FROM {s}.repositories r WHERE {where} ORDER BY r.name, r.id
+            """,
+            *args,
+        )
+        return [
+            Repository(
+                id=r["id"],
+                name=r["name"],
+                path=r["path"],
+                embedding_model=r["embedding_model"],
+                embedding_dimension=r["embedding_dimension"],
+                file_count=r["file_count"],
+                chunk_count=r["chunk_count"],
+                indexed_at=r["indexed_at"],
+            )
+            for r in rows
+        ]
+
+    async def save_repository(self, repository: Repository) -> None:
+        async with self._conn() as (conn, s), conn.transaction():
+            await self._check_model(conn, s, repository)
+            await conn.execute(
+                f"""
+                INSERT INTO {s}.repositories
+                    (id, name, path, embedding_model, embedding_dimension, indexed_at)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
+                    embedding_dimension = $5, indexed_at = $6
+                """,
+                repository.id,
+                repository.name,
+                repository.path,
+                repository.embedding_model,
+                repository.embedding_dimension,
+                repository.indexed_at,
+            )
+
+    async def _check_model(self, conn: asyncpg.Connection, s: str, repo: Repository) -> None:
+        """One embedding model per project: switching is allowed only when no other
+        repository holds vectors of another model (and clears this repository's vectors)."""
+        model = repo.embedding_model
+        if model is None:
+            return
+        await conn.execute(f"LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
+        others = await conn.fetch(
+            f"""
+            SELECT r.id, r.name, r.embedding_model FROM {s}.repositories r
+            WHERE r.id <> $1 AND r.embedding_model IS DISTINCT FROM $2 AND EXISTS (
+                SELECT 1 FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL)
+            ORDER BY r.name
+            """,
+            repo.id,
+            model,
+        )
+        if others:
+            names = ", ".join(f"{o['name']!r} ({o['embedding_model']})" for o in others)
+            raise ModelMismatch(
+                f"project {self._project_id!r} holds vectors of another model in {names}; "
+                f"{model!r} cannot be mixed with them: re-index every repository of the project "
+                "with force_reindex using one model, or use another project "
+                "(CODEBASE_MCP_PROJECT)",
+                repository_id=repo.id,
+            )
+        previous = await conn.fetchval(
+            f"SELECT embedding_model FROM {s}.repositories WHERE id = $1", repo.id
+        )
+        if previous is not None and previous != model:
+            await conn.execute(
+                f"UPDATE {s}.chunks SET embedding = NULL WHERE repo_id = $1 "
+                "AND embedding IS NOT NULL",
+                repo.id,
+            )
+        await conn.execute(
+            f"INSERT INTO {s}.meta VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+            model,
+        )
+        dimension = repo.embedding_dimension
+        stored = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+        if dimension is not None and stored != str(dimension):
+            await self._set_dimension(conn, s, dimension)
+
+    async def _set_dimension(self, conn: asyncpg.Connection, s: str, dimension: int) -> None:
+        """Retype the vector column (only ever with no vectors of another size stored)."""
+        for seg in await conn.fetch(f"SELECT index_name FROM {s}.ann_segments"):
+            await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(seg['index_name'])}")
+        await conn.execute(f"DELETE FROM {s}.ann_segments")
+        await conn.execute(
+            f"UPDATE {s}.chunks SET embedding = NULL WHERE vector_dims(embedding) <> $1",
+            dimension,
+        )
+        await conn.execute(
+            f"ALTER TABLE {s}.chunks ALTER COLUMN embedding TYPE vector({int(dimension)})"
+        )
+        await conn.execute(
+            f"INSERT INTO {s}.meta VALUES ('dimension', $1) "
+            "ON CONFLICT (key) DO UPDATE SET value = $1",
+            str(dimension),
+        )
+        self._dimension = dimension
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        async with self._conn() as (conn, s):
+            found = await self._repos(conn, s, "r.id = $1", repository_id)
+        if not found:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        return found[0]
+
+    async def find_repository(self, path: str) -> Repository | None:
+        async with self._conn() as (conn, s):
+            found = await self._repos(conn, s, "r.path = $1", path)
+        return found[0] if found else None
+
+    async def list_repositories(self) -> list[Repository]:
+        async with self._conn() as (conn, s):
+            return await self._repos(conn, s, "true")
+
+    async def delete_repository(self, repository_id: str) -> None:
+        async with self._conn() as (conn, s), conn.transaction():
+            exists = await conn.fetchval(
+                f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR UPDATE", repository_id
+            )
+            if not exists:
+                raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+            await self._delete_chunks(conn, s, repository_id, None)
+            await conn.execute(f"DELETE FROM {s}.repositories WHERE id = $1", repository_id)
+
+    # --- files and chunks ---------------------------------------------------------------
+
+    async def file_hashes(self, repository_id: str) -> dict[str, str]:
+        async with self._conn() as (conn, s):
+            rows = await conn.fetch(
+                f"SELECT path, content_hash FROM {s}.files WHERE repo_id = $1", repository_id
+            )
+        return {r["path"]: r["content_hash"] for r in rows}
+
+    async def _delete_chunks(
+        self, conn: asyncpg.Connection, s: str, repo_id: str, paths: Sequence[str] | None
+    ) -> None:
+        """Delete chunks (of ``paths``, or all of the repository), their postings and stats."""
+        where = "repo_id = $1" + ("" if paths is None else " AND file_path = ANY($2::text[])")
+        args: list[Any] = [repo_id] if paths is None else [repo_id, list(paths)]
+        await conn.execute(
+            f"""
+            WITH old AS (
+                DELETE FROM {s}.chunks WHERE {where} RETURNING seq, doc_len, terms
+            ), gone AS (
+                DELETE FROM {s}.postings p
+                USING (SELECT seq, unnest(terms) AS term FROM old) d
+                WHERE p.term = d.term AND p.chunk = d.seq
+            )
+            UPDATE {s}.corpus_stats SET
+                n_docs = n_docs - (SELECT count(*) FROM old),
+                total_len = total_len - (SELECT coalesce(sum(doc_len), 0) FROM old)
+            """,
+            *args,
+        )
+
+    def _rows(self, repo_id: str, files: Sequence[IndexedFile], seqs: list[int]) -> _Rows:
+        """COPY records for files, chunks and postings (CPU work, run in a thread)."""
+        file_rows: list[tuple[Any, ...]] = []
+        chunk_rows: list[tuple[Any, ...]] = []
+        postings: list[tuple[int, int, int, int]] = []
+        total_len = 0
+        dimension: int | None = None
+        it = iter(seqs)
+        for f in files:
+            sf = f.file
+            file_rows.append((repo_id, sf.path, sf.language, sf.content_hash, sf.size, f.text))
+            ext = file_extension(sf.path)
+            vectors = f.vectors
+            for i, c in enumerate(f.chunks):
+                seq = next(it)
+                terms = lexical.document_terms(c.content, c.file_path, c.symbol)
+                doc_len = sum(terms.values())
+                keys = [term_key(t) for t in terms]
+                postings.extend(
+                    (k, seq, tf, doc_len) for k, tf in zip(keys, terms.values(), strict=True)
+                )
+                total_len += doc_len
+                vec = None
+                if vectors is not None:
+                    vec = np.asarray(vectors[i], dtype=np.float32)
+                    dimension = vec.shape[0]
+                chunk_rows.append(
+                    (
+                        seq,
+                        c.id,
+                        repo_id,
+                        c.file_path,
+                        ext,
+                        c.language,
+                        c.symbol,
+                        c.kind,
+                        c.start_line,
+                        c.end_line,
+                        c.content,
+                        c.content_hash,
+                        c.token_count,
+                        doc_len,
+                        keys,
+                        vec,
+                    )
+                )
+        return _Rows(file_rows, chunk_rows, postings, len(chunk_rows), total_len, dimension)
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        for f in files:
+            if f.vectors is not None and len(f.vectors) != len(f.chunks):
+                raise ValueError(f"{f.file.path}: {len(f.vectors)} vectors for {len(f.chunks)}")
+        if not files:
+            return
+        n_chunks = sum(len(f.chunks) for f in files)
+        async with self._conn() as (conn, s):
+            seqs: list[int] = [
+                r[0]
+                for r in await conn.fetch(
+                    f"SELECT nextval(pg_get_serial_sequence('{s}.chunks', 'seq')) "
+                    "FROM generate_series(1, $1)",
+                    n_chunks,
+                )
+            ]
+            rows = await asyncio.to_thread(self._rows, repository_id, files, seqs)
+            paths = [f.file.path for f in files]
+            async with conn.transaction():
+                exists = await conn.fetchval(
+                    f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR SHARE", repository_id
+                )
+                if not exists:
+                    raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+                if rows.dimension is not None:
+                    await self._check_dimension(conn, s, rows.dimension)
+                await self._delete_chunks(conn, s, repository_id, paths)
+                await conn.execute(
+                    f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+                    repository_id,
+                    paths,
+                )
+                await conn.copy_records_to_table(
+                    "files",
+                    schema_name=s.strip('"'),
+                    columns=["repo_id", "path", "language", "content_hash", "size", "body"],
+                    records=rows.files,
+                )
+                await conn.copy_records_to_table(
+                    "chunks", schema_name=s.strip('"'), columns=_CHUNK_COLUMNS, records=rows.chunks
+                )
+                await conn.copy_records_to_table(
+                    "postings",
+                    schema_name=s.strip('"'),
+                    columns=["term", "chunk", "tf", "doc_len"],
+                    records=rows.postings,
+                )
+                await conn.execute(
+                    f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, total_len = total_len + $2",
+                    rows.n_docs,
+                    rows.total_len,
+                )
+        if rows.dimension is not None:
+            # A cheap local trigger; the exact tail size is checked by the build itself.
+            self._written += rows.n_docs
+            if self._written >= self._ann.segment_rows:
+                self._written = 0
+                self._maybe_start_segment()
+
+    async def _check_dimension(self, conn: asyncpg.Connection, s: str, dimension: int) -> None:
+        if self._dimension is None:
+            value = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            self._dimension = int(value) if value is not None else None
+        if self._dimension == dimension:
+            return
+        if self._dimension is None:
+            await conn.execute(f"LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
+            await self._set_dimension(conn, s, dimension)
+            return
+        raise ModelMismatch(
+            f"project {self._project_id!r} stores {self._dimension}-dimensional vectors, got "
+            f"{dimension}: re-index with force_reindex using one embedding model, or use "
+            "another project (CODEBASE_MCP_PROJECT)"
+        )
+
+    async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
+        async with self._conn() as (conn, s), conn.transaction():
+            await self._delete_chunks(conn, s, repository_id, paths)
+            result: str = await conn.execute(
+                f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+                repository_id,
+                list(paths),
+            )
+        return int(result.rsplit(" ", 1)[-1])
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        async with self._conn() as (conn, s):
+            rows = await conn.fetch(
+                f"SELECT path, body FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+                repository_id,
+                list(paths),
+            )
+        return {r["path"]: r["body"] for r in rows}
+
+    async def chunks(self, repository_id: str) -> list[Chunk]:
+        async with self._conn() as (conn, s):
+            if not await conn.fetchval(
+                f"SELECT 1 FROM {s}.repositories WHERE id = $1", repository_id
+            ):
+                raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+            rows = await conn.fetch(
+                f"SELECT {_SELECT_CHUNK} FROM {s}.chunks c WHERE c.repo_id = $1 "
+                "ORDER BY c.file_path, c.start_line, c.end_line",
+                repository_id,
+            )
+        return [_chunk(r) for r in rows]
+
+    # --- embedding cache ----------------------------------------------------------------
+
+    async def cached_embeddings(
+        self, model: str, content_hashes: Sequence[str]
+    ) -> dict[str, list[float]]:
+        if not content_hashes:
+            return {}
+        async with self._conn() as (conn, s):
+            rows = await conn.fetch(
+                f"SELECT content_hash, embedding FROM {s}.embedding_cache "
+                "WHERE model = $1 AND content_hash = ANY($2::text[])",
+                model,
+                list(content_hashes),
+            )
+        return {r["content_hash"]: r["embedding"].to_list() for r in rows}
+
+    async def cache_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        if not vectors:
+            return
+        records = [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()]
+        async with self._conn() as (conn, s), conn.transaction():
+            await conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS cache_stage "
+                "(model text, content_hash text, embedding vector) ON COMMIT DELETE ROWS"
+            )
+            await conn.copy_records_to_table("cache_stage", records=records)
+            await conn.execute(
+                f"INSERT INTO {s}.embedding_cache SELECT * FROM cache_stage "
+                "ON CONFLICT (model, content_hash) DO NOTHING"
+            )
+
+    # --- search -------------------------------------------------------------------------
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        query = np.asarray(vector, dtype=np.float32)
+        flt = _Filter(filters, 2)
+        async with self._conn() as (conn, s), conn.transaction(readonly=True):
+            stored = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            if stored is None:
+                return [], 0
+            if int(stored) != query.shape[0]:
+                raise ModelMismatch(
+                    f"query vector has {query.shape[0]} dimensions, stored vectors {stored}: "
+                    "re-index with force_reindex using one embedding model"
+                )
+            counted = _Filter(filters, 1)
+            total: int = await conn.fetchval(
+                f"SELECT count(*) FROM {s}.chunks c "
+                f"WHERE c.embedding IS NOT NULL AND {counted.sql}",
+                *counted.params,
+            )
+            if total == 0:
+                return [], 0
+            if not float(np.linalg.norm(query)) > 0:
+                rows = await conn.fetch(
+                    f"SELECT {_SELECT_CHUNK}, 0.0::float8 AS score FROM {s}.chunks c "
+                    f"WHERE c.embedding IS NOT NULL AND {flt.sql} "
+                    "ORDER BY c.file_path, c.start_line LIMIT $1",
+                    limit,
+                    *flt.params,
+                )
+                return [ScoredChunk(chunk=_chunk(r), score=0.0) for r in rows], total
+            segments = await conn.fetch(f"SELECT lo, hi FROM {s}.ann_segments ORDER BY lo")
+            rows = []
+            if segments and total > self._ann.exact_rows:
+                await conn.execute(
+                    f"SET LOCAL hnsw.ef_search = {max(self._ann.ef_search_min, int(limit))}"
+                )
+                rows = await self._ann_search(conn, s, query, flt, limit, segments)
+            if len(rows) < min(limit, total):
+                rows = await conn.fetch(
+                    f"SELECT {_SELECT_CHUNK}, 1 - (c.embedding <=> $1) AS score "
+                    f"FROM {s}.chunks c WHERE c.embedding IS NOT NULL AND {flt.sql} "
+                    f"ORDER BY c.embedding <=> $1, c.file_path, c.start_line "
+                    f"LIMIT {int(limit)}",
+                    query,
+                    *flt.params,
+                )
+        return [ScoredChunk(chunk=_chunk(r), score=float(r["score"])) for r in rows], total
+
+    async def _ann_search(
+        self,
+        conn: asyncpg.Connection,
+        s: str,
+        query: np.ndarray[Any, Any],
+        flt: _Filter,
+        limit: int,
+        segments: Sequence[asyncpg.Record],
+    ) -> list[asyncpg.Record]:
+        """Top ``limit`` over every segment's HNSW index plus an exact scan of the tail."""
+        lim = int(limit)
+        branches = [
+            f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
+            f"WHERE c.seq > {int(seg['lo'])} AND c.seq <= {int(seg['hi'])} AND {flt.sql} "
+            f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
+            for seg in segments
+        ]
+        tail = int(segments[-1]["hi"])
+        branches.append(
+            f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
+            f"WHERE c.seq > {tail} AND c.embedding IS NOT NULL AND {flt.sql} "
+            f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
+        )
+        rows = await conn.fetch(
+            f"""
+            WITH top AS (SELECT * FROM ({" UNION ALL ".join(branches)}) u ORDER BY d LIMIT {lim})
+            SELECT {_SELECT_CHUNK}, 1 - top.d AS score
+            FROM top JOIN {s}.chunks c ON c.seq = top.seq
+            ORDER BY top.d, c.file_path, c.start_line
+            """,
+            query,
+            *flt.params,
+        )
+        return list(rows)
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        keys = list(dict.fromkeys(term_key(t) for t in terms))
+        if not keys:
+            return [], 0
+        flt = _Filter(filters, 3)
+        join = "" if flt.empty else f"JOIN {{s}}.chunks c ON c.seq = sc.chunk WHERE {flt.sql}"
+        k1, b = lexical.K1, lexical.B
+        async with self._conn() as (conn, s):
+            rows = await conn.fetch(
+                f"""
+                WITH st AS (
+                    SELECT n_docs::float8 AS n,
+                           CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
+                    FROM {s}.corpus_stats
+                ), p AS MATERIALIZED (
+                    SELECT p.term, p.chunk, p.tf, p.doc_len
+                    FROM unnest($1::int8[]) AS q(term) JOIN {s}.postings p ON p.term = q.term
+                ), w AS (
+                    SELECT p.term, ln(1 + (st.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                    FROM p, st GROUP BY p.term, st.n
+                ), sc AS (
+                    SELECT p.chunk, sum(
+                        w.idf * p.tf * {k1 + 1.0} /
+                        (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avg))) AS raw
+                    FROM p JOIN w USING (term), st GROUP BY p.chunk
+                ), f AS MATERIALIZED (
+                    SELECT sc.chunk, sc.raw FROM sc {join.format(s=s)}
+                ), bound AS (
+                    SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
+                ), kth AS (
+                    SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1
+                )
+                SELECT {_SELECT_CHUNK}, f.raw, bound.v AS bound,
+                       (SELECT count(*) FROM f) AS total
+                FROM f JOIN {s}.chunks c ON c.seq = f.chunk, bound
+                WHERE f.raw >= (SELECT coalesce(min(raw), 0) FROM kth) - 2e-9 * bound.v
+                ORDER BY f.raw DESC
+                LIMIT 1000
+                """,
+                keys,
+                int(limit),
+                *flt.params,
+            )
+        if not rows:
+            return [], 0
+        total = int(rows[0]["total"])
+        bound = float(rows[0]["bound"])
+        scored = [(_chunk(r), lexical.normalised(float(r["raw"]), bound)) for r in rows]
+        scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
+        return [ScoredChunk(chunk=c, score=sc) for c, sc in scored[:limit]], total
+
+    # --- indexing lock and ANN maintenance -----------------------------------------------
+
+    @asynccontextmanager
+    async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
+        """Serialise indexing of one repository across processes (session advisory lock)."""
+        key = lock_key((await self.workspace()).schema, repository_id)
+        async with self._db.connection() as conn:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
+            if not got:
+                if not wait:
+                    raise RepositoryBusy(
+                        f"repository {repository_id} of project {self._project_id!r} is being "
+                        "indexed by another process: retry when it finishes, or wait for it",
+                        repository_id=repository_id,
+                    )
+                await conn.execute("SELECT pg_advisory_lock($1)", key)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(*_CLOSE_ERRORS):
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+
+    def _maybe_start_segment(self) -> None:
+        if any(not t.done() for t in self._builds):
+            return
+        task = self._db.spawn(self._project_id, self._build_segments(final=False))
+        self._builds.add(task)
+        task.add_done_callback(self._builds.discard)
+
+    async def optimize(self) -> None:
+        """Wait for background ANN builds, then index the tail and merge small segments."""
+        while self._builds:
+            await asyncio.gather(*list(self._builds), return_exceptions=True)
+        await self._build_segments(final=True)
+
+    async def _build_segments(self, *, final: bool) -> None:
+        ws = await self.workspace()
+        s = ws.quoted
+        ann = self._ann
+        async with self._db.connection() as conn:
+            # One builder per project at a time, across processes.
+            key = lock_key(ws.schema, "ann")
+            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+                return
+            try:
+                await conn.execute(f"SET maintenance_work_mem = '{int(ann.build_memory_mb)}MB'")
+                workers = ann.final_build_workers if final else 0
+                await conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+                await conn.execute("SET statement_timeout = 0")
+                await self._drop_stale(conn, s)
+                while True:
+                    hi = await conn.fetchval(f"SELECT coalesce(max(hi), 0) FROM {s}.ann_segments")
+                    tail = await conn.fetchrow(
+                        f"SELECT count(*) AS n, max(seq) AS top FROM {s}.chunks "
+                        "WHERE seq > $1 AND embedding IS NOT NULL",
+                        hi,
+                    )
+                    total = await conn.fetchval(
+                        f"SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL"
+                    )
+                    threshold = ann.tail_rows if final else ann.segment_rows
+                    if total < ann.min_rows or tail["n"] < threshold:
+                        break
+                    await self._create_segment(conn, s, hi, tail["top"])
+                if final:
+                    await self._merge_segments(conn, s)
+            finally:
+                with contextlib.suppress(*_CLOSE_ERRORS):
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                    await conn.execute("RESET ALL")
+
+    async def _create_segment(self, conn: asyncpg.Connection, s: str, lo: int, hi: int) -> None:
+        name = f"ann_{lo}_{hi}"
+        ann = self._ann
+        try:
+            await conn.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_ident(name)} ON {s}.chunks "
+                f"USING hnsw (embedding vector_cosine_ops) "
+                f"WITH (m = {int(ann.m)}, ef_construction = {int(ann.ef_construction)}) "
+                f"WHERE seq > {int(lo)} AND seq <= {int(hi)}"
+            )
+        except BaseException:
+            with contextlib.suppress(*_CLOSE_ERRORS):
+                await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(name)}")
+            raise
+        await conn.execute(
+            f"INSERT INTO {s}.ann_segments (index_name, lo, hi, m, ef_construction) "
+            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            name,
+            lo,
+            hi,
+            ann.m,
+            ann.ef_construction,
+        )
+
+    async def _drop_stale(self, conn: asyncpg.Connection, s: str) -> None:
+        """Drop ANN indexes a killed build left behind (present but not recorded)."""
+        rows = await conn.fetch(
+            """
+            SELECT i.relname FROM pg_index x
+            JOIN pg_class i ON i.oid = x.indexrelid
+            JOIN pg_class t ON t.oid = x.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = $1 AND t.relname = 'chunks' AND i.relname LIKE 'ann\\_%'
+            """,
+            s.strip('"'),
+        )
+        known = {r[0] for r in await conn.fetch(f"SELECT index_name FROM {s}.ann_segments")}
+        for r in rows:
+            if r["relname"] not in known:
+                await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(r['relname'])}")
+
+    async def _merge_segments(self, conn: asyncpg.Connection, s: str) -> None:
+        while True:
+            segs = await conn.fetch(f"SELECT index_name, lo, hi FROM {s}.ann_segments ORDER BY lo")
+            if len(segs) <= self._ann.max_segments:
+                return
+            sizes = [int(g["hi"]) - int(g["lo"]) for g in segs]
+            i = min(range(len(segs) - 1), key=lambda j: sizes[j] + sizes[j + 1])
+            a, b = segs[i], segs[i + 1]
+            await self._create_segment(conn, s, int(a["lo"]), int(b["hi"]))
+            async with conn.transaction():
+                await conn.execute(
+                    f"DELETE FROM {s}.ann_segments WHERE index_name = ANY($1::text[])",
+                    [a["index_name"], b["index_name"]],
+                )
+            for old in (a, b):
+                await conn.execute(
+                    f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{_ident(old['index_name'])}"
+                )
+
+
+_CLOSE_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    OSError,
+)
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise ValueError(f"unexpected index name {name!r}")
+    return f'"{name}"'

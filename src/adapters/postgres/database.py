@@ -1,0 +1,231 @@
+"""PgDatabase: one asyncpg pool per process, migrations, workspaces and advisory locks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from adapters.postgres._errors import DRIVER_ERRORS, redact, translate
+from adapters.postgres.embedded import start_embedded
+from adapters.postgres.schema import GLOBAL_SCHEMA, GLOBAL_SQL, MIGRATIONS, quote_ident, schema_name
+from codebase_core.errors import CoreError, StoreUnavailable
+
+# pg_advisory_xact_lock key guarding CREATE EXTENSION / schema creation / migrations.
+_MIGRATION_LOCK = 0x636F_6465_6261_7365  # "codebase"
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (stable across processes)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A project's schema: the id, the schema name and its quoted form for SQL templates."""
+
+    project_id: str
+    schema: str
+
+    @property
+    def quoted(self) -> str:
+        return quote_ident(self.schema)
+
+
+class PgDatabase:
+    """Postgres: owns the process's asyncpg pool (and the embedded server when no URL is set).
+
+    ``url`` None means the embedded pgserver in ``data_dir``. The pool opens on first use, so a
+    process that never touches Postgres never connects.
+    """
+
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        data_dir: Path,
+        pool_size: int = 8,
+        connect_timeout_s: float = 10.0,
+        statement_timeout_s: float = 120.0,
+    ) -> None:
+        self._url = url
+        self._data_dir = data_dir
+        self._pool_size = pool_size
+        self._connect_timeout = connect_timeout_s
+        self._statement_timeout = statement_timeout_s
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()
+        self._workspaces: dict[str, Workspace] = {}
+        self._ws_lock = asyncio.Lock()
+        self._background: dict[asyncio.Task[None], str] = {}
+
+    @property
+    def url(self) -> str:
+        """The server's URL (password removed), or the embedded data directory."""
+        return redact(self._url) if self._url else f"embedded:{self._data_dir / 'postgres'}"
+
+    def error(self, exc: BaseException) -> CoreError:
+        return translate(
+            exc,
+            self._url or self.url,
+            timeout_s=self._statement_timeout,
+            pool_size=self._pool_size,
+        )
+
+    async def _init_connection(self, conn: asyncpg.Connection) -> None:
+        try:
+            await register_vector(conn)
+        except ValueError as e:  # pgvector raises ValueError when the type is missing
+            raise StoreUnavailable(
+                f"the vector extension is not installed in the database at {self.url}: "
+                "install pgvector on that server (CREATE EXTENSION vector needs it), or unset "
+                "DATABASE_URL to use the embedded server"
+            ) from e
+
+    async def _bootstrap(self, url: str) -> None:
+        """Create the extension and global schema once, under the migration lock."""
+        conn = await asyncpg.connect(url, timeout=self._connect_timeout)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                try:
+                    await conn.execute(GLOBAL_SQL)
+                except (asyncpg.UndefinedFileError, asyncpg.FeatureNotSupportedError) as e:
+                    raise StoreUnavailable(
+                        f"the Postgres server at {self.url} has no pgvector extension "
+                        f"({e}): install pgvector there, or unset DATABASE_URL to use the "
+                        "embedded server"
+                    ) from e
+        finally:
+            await conn.close()
+
+    async def pool(self) -> asyncpg.Pool:
+        """The pool, opened (and the database bootstrapped) on first call."""
+        if self._pool is not None:
+            return self._pool
+        async with self._pool_lock:
+            if self._pool is None:
+                try:
+                    url = self._url or await start_embedded(self._data_dir / "postgres")
+                    if self._url is None:
+                        self._url = url
+                    await self._bootstrap(url)
+                    self._pool = await asyncpg.create_pool(
+                        url,
+                        min_size=1,
+                        max_size=self._pool_size,
+                        timeout=self._connect_timeout,
+                        init=self._init_connection,
+                        server_settings={
+                            "statement_timeout": str(int(self._statement_timeout * 1000)),
+                            "application_name": "codebase-mcp",
+                        },
+                    )
+                except CoreError:
+                    raise
+                except DRIVER_ERRORS as e:
+                    raise self.error(e) from e
+        assert self._pool is not None
+        return self._pool
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; driver errors inside become ``StoreUnavailable``."""
+        pool = await self.pool()
+        try:
+            async with pool.acquire(timeout=self._connect_timeout) as conn:
+                yield conn
+        except CoreError:
+            raise
+        except DRIVER_ERRORS as e:
+            raise self.error(e) from e
+
+    async def workspace(self, project_id: str) -> Workspace:
+        """The project's schema, created and migrated to the current version on first use."""
+        ws = self._workspaces.get(project_id)
+        if ws is not None:
+            return ws
+        async with self._ws_lock:
+            if project_id not in self._workspaces:
+                name = schema_name(project_id)
+                await self._migrate(project_id, name)
+                self._workspaces[project_id] = Workspace(project_id, name)
+        return self._workspaces[project_id]
+
+    async def _migrate(self, project_id: str, name: str) -> None:
+        quoted = quote_ident(name)
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+            await conn.execute(
+                f"INSERT INTO {GLOBAL_SCHEMA}.projects (id, schema_name) VALUES ($1, $2) "
+                "ON CONFLICT (id) DO NOTHING",
+                project_id,
+                name,
+            )
+            version: int = await conn.fetchval(
+                f"SELECT schema_version FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id
+            )
+            for step, sql in MIGRATIONS:
+                if step <= version:
+                    continue
+                await conn.execute(sql.format(s=quoted))
+                await conn.execute(
+                    f"INSERT INTO {quoted}.schema_migrations (version) VALUES ($1)", step
+                )
+                await conn.execute(
+                    f"UPDATE {GLOBAL_SCHEMA}.projects SET schema_version = $2 WHERE id = $1",
+                    project_id,
+                    step,
+                )
+
+    async def projects(self) -> list[tuple[str, str]]:
+        """Every known project as (id, schema name), by id."""
+        async with self.connection() as conn:
+            rows = await conn.fetch(
+                f"SELECT id, schema_name FROM {GLOBAL_SCHEMA}.projects ORDER BY id"
+            )
+        return [(r["id"], r["schema_name"]) for r in rows]
+
+    async def drop_workspace(self, project_id: str) -> None:
+        """Remove a project's schema and everything in it."""
+        name = schema_name(project_id)
+        await self._cancel_background(project_id)
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+            await conn.execute(f"DELETE FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id)
+        self._workspaces.pop(project_id, None)
+
+    def spawn(self, project_id: str, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run background maintenance of a project; ``close`` cancels what is still running."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background[task] = project_id
+        task.add_done_callback(lambda t: self._background.pop(t, None))
+        return task
+
+    async def _cancel_background(self, project_id: str | None) -> None:
+        tasks = [t for t, p in self._background.items() if project_id in (None, p)]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def close(self) -> None:
+        """Cancel background work, then close the pool (waiting for connections in use)."""
+        await self._cancel_background(None)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), timeout=self._connect_timeout)
+            except TimeoutError:
+                pool.terminate()

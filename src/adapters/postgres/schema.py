@@ -1,0 +1,150 @@
+"""Project workspaces as Postgres schemas, and the versioned migrations that build them."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from codebase_core.models import check_project_id
+
+GLOBAL_SCHEMA = "codebase_mcp"
+_PREFIX = "cb_proj_"
+_MAX_IDENTIFIER = 63  # NAMEDATALEN - 1
+_SLUG_DROP = re.compile(r"[^a-z0-9_]")
+
+
+def schema_name(project_id: str) -> str:
+    """``cb_proj_<slug>_<8 hex>``: lowercase, at most 63 bytes, unique per project id.
+
+    The id is validated first (``ValidationFailed`` naming the rule); the slug keeps only
+    ``[a-z0-9_]`` of the lowercased id (``-`` and spaces become ``_``) and is truncated so the
+    name fits; the hash of the exact id keeps ids that share a slug apart ("My App" vs "my-app").
+    """
+    pid = check_project_id(project_id)
+    digest = hashlib.sha256(pid.encode("utf-8")).hexdigest()[:8]
+    slug = _SLUG_DROP.sub("", pid.lower().replace("-", "_").replace(" ", "_"))
+    room = _MAX_IDENTIFIER - len(_PREFIX) - 1 - len(digest)
+    return f"{_PREFIX}{slug[:room]}_{digest}"
+
+
+def quote_ident(name: str) -> str:
+    """A double-quoted identifier; only ever given names built by this module."""
+    if not re.fullmatch(r"[a-z0-9_]{1,63}", name):
+        raise ValueError(f"refusing to quote an unexpected identifier: {name!r}")
+    return f'"{name}"'
+
+
+# Global objects, created once per database under the migration lock.
+GLOBAL_SQL = f"""
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SCHEMA IF NOT EXISTS {GLOBAL_SCHEMA};
+CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.projects (
+    id text PRIMARY KEY,
+    schema_name text NOT NULL UNIQUE,
+    schema_version int NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+# Per-project migrations: (version, SQL with {s} for the quoted schema). Append only; never edit
+# a released step. Each runs in the migration transaction with the project's advisory lock held.
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE {s}.schema_migrations (
+    version int PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+-- The embedding model and vector dimension of the project (one per project).
+CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE {s}.repositories (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    path text NOT NULL UNIQUE,
+    embedding_model text,
+    embedding_dimension int,
+    indexed_at timestamptz
+);
+CREATE TABLE {s}.files (
+    repo_id text NOT NULL REFERENCES {s}.repositories (id) ON DELETE CASCADE,
+    path text COLLATE "C" NOT NULL,
+    language text,
+    content_hash text NOT NULL,
+    size bigint NOT NULL,
+    body text NOT NULL,
+    PRIMARY KEY (repo_id, path)
+);
+-- seq orders rows by insertion: ANN segments are partial HNSW indexes over seq ranges.
+CREATE TABLE {s}.chunks (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL,
+    repo_id text NOT NULL,
+    file_path text COLLATE "C" NOT NULL,
+    file_ext text NOT NULL,
+    language text,
+    symbol text,
+    kind text,
+    start_line int NOT NULL,
+    end_line int NOT NULL,
+    content text NOT NULL,
+    content_hash text NOT NULL,
+    token_count int NOT NULL,
+    doc_len int NOT NULL,
+    terms bigint[] NOT NULL,
+    embedding vector
+);
+CREATE INDEX chunks_file ON {s}.chunks (repo_id, file_path);
+CREATE INDEX chunks_path ON {s}.chunks (file_path);
+-- BM25 postings: one row per (term, chunk), term = 64-bit hash of the analysed term.
+CREATE TABLE {s}.postings (
+    term bigint NOT NULL,
+    chunk bigint NOT NULL,
+    tf int NOT NULL,
+    doc_len int NOT NULL
+);
+CREATE INDEX postings_term ON {s}.postings (term, chunk) INCLUDE (tf, doc_len);
+-- Document statistics over the whole project (one row).
+CREATE TABLE {s}.corpus_stats (
+    one bool PRIMARY KEY DEFAULT true CHECK (one),
+    n_docs bigint NOT NULL,
+    total_len bigint NOT NULL
+);
+INSERT INTO {s}.corpus_stats VALUES (true, 0, 0);
+-- Partial HNSW indexes, each over chunks with lo < seq <= hi.
+CREATE TABLE {s}.ann_segments (
+    index_name text PRIMARY KEY,
+    lo bigint NOT NULL,
+    hi bigint NOT NULL,
+    m int NOT NULL,
+    ef_construction int NOT NULL,
+    built_at timestamptz NOT NULL DEFAULT now()
+);
+-- A cache, so unlogged: lost after a crash, never wrong.
+CREATE UNLOGGED TABLE {s}.embedding_cache (
+    model text NOT NULL,
+    content_hash text NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (model, content_hash)
+);
+CREATE TABLE {s}.tasks (
+    id text PRIMARY KEY,
+    title text NOT NULL,
+    description text,
+    notes text,
+    status text NOT NULL,
+    branches text[] NOT NULL,
+    commits text[] NOT NULL,
+    planning_references text[] NOT NULL,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    completed_at timestamptz
+);
+CREATE INDEX tasks_newest ON {s}.tasks (created_at DESC, id DESC);
+CREATE INDEX tasks_branches ON {s}.tasks USING gin (branches);
+""",
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,132 @@
+"""PgTaskRepo: one project's development tasks in its Postgres schema."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from adapters.postgres.database import PgDatabase
+from codebase_core.errors import TaskNotFound, ValidationFailed
+from codebase_core.models import Task, TaskPage, TaskStatus
+
+_COLUMNS = (
+    "id, title, description, notes, status, branches, commits, planning_references, "
+    "created_at, updated_at, completed_at"
+)
+
+
+def _task(row: asyncpg.Record) -> Task:
+    return Task(
+        id=row["id"],
+        title=row["title"],
+        description=row["description"],
+        notes=row["notes"],
+        status=TaskStatus(row["status"]),
+        branches=list(row["branches"]),
+        commits=list(row["commits"]),
+        planning_references=list(row["planning_references"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        completed_at=row["completed_at"],
+    )
+
+
+def _values(task: Task) -> tuple[Any, ...]:
+    return (
+        task.id,
+        task.title,
+        task.description,
+        task.notes,
+        task.status.value,
+        list(task.branches),
+        list(task.commits),
+        list(task.planning_references),
+        task.created_at,
+        task.updated_at,
+        task.completed_at,
+    )
+
+
+class PgTaskRepo:
+    """Postgres TaskRepo: the ``tasks`` table of one project schema."""
+
+    def __init__(self, database: PgDatabase, project_id: str) -> None:
+        self._db = database
+        self._project_id = project_id
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[tuple[asyncpg.Connection, str]]:
+        ws = await self._db.workspace(self._project_id)
+        async with self._db.connection() as conn:
+            yield conn, ws.quoted
+
+    async def add(self, task: Task) -> None:
+        async with self._conn() as (conn, s):
+            status = await conn.execute(
+                f"INSERT INTO {s}.tasks ({_COLUMNS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                "ON CONFLICT (id) DO NOTHING",
+                *_values(task),
+            )
+        if status.endswith(" 0"):
+            raise ValidationFailed("id", task.id, "a task with this id already exists")
+
+    async def get(self, task_id: str) -> Task:
+        async with self._conn() as (conn, s):
+            row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM {s}.tasks WHERE id = $1", task_id)
+        if row is None:
+            raise TaskNotFound(f"Task not found: {task_id}", task_id=task_id)
+        return _task(row)
+
+    async def update(self, task: Task) -> None:
+        async with self._conn() as (conn, s):
+            status = await conn.execute(
+                f"""
+                UPDATE {s}.tasks SET title = $2, description = $3, notes = $4, status = $5,
+                    branches = $6, commits = $7, planning_references = $8, created_at = $9,
+                    updated_at = $10, completed_at = $11
+                WHERE id = $1
+                """,
+                *_values(task),
+            )
+        if status.endswith(" 0"):
+            raise TaskNotFound(f"Task not found: {task.id}", task_id=task.id)
+
+    async def list(
+        self,
+        *,
+        status: TaskStatus | None = None,
+        branch: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> TaskPage:
+        async with self._conn() as (conn, s):
+            rows = await conn.fetch(
+                f"""
+                SELECT {_COLUMNS}, count(*) OVER () AS total FROM {s}.tasks
+                WHERE ($1::text IS NULL OR status = $1)
+                  AND ($2::text IS NULL OR branches @> ARRAY[$2::text])
+                ORDER BY created_at DESC, id DESC
+                LIMIT $3 OFFSET $4
+                """,
+                status.value if status is not None else None,
+                branch,
+                limit,
+                offset,
+            )
+            if rows:
+                total = int(rows[0]["total"])
+            else:
+                total = await conn.fetchval(
+                    f"""
+                    SELECT count(*) FROM {s}.tasks
+                    WHERE ($1::text IS NULL OR status = $1)
+                      AND ($2::text IS NULL OR branches @> ARRAY[$2::text])
+                    """,
+                    status.value if status is not None else None,
+                    branch,
+                )
+        return TaskPage(tasks=[_task(r) for r in rows], total_count=total)
