@@ -1,10 +1,12 @@
-"""Indexing throughput on a generated repository of Python files (hashing embedder, memory store).
+"""Indexing throughput on a generated repository of Python files (hashing embedder, 384-d).
 
 Generates N files of 50-100 lines (deterministic), then measures with the library facade:
-a full index and an unchanged re-index (medians of --runs runs) and a re-index after editing 1%
-of the files.
+a cold index (each run in a fresh data directory: with ``--store postgres`` that includes
+starting the embedded PostgreSQL and building the ANN indexes searches use), an unchanged
+re-index (medians of --runs runs) and a re-index after editing 1% of the files. Peak memory is
+the client's max RSS and, for Postgres, the largest sampled RSS sum of the server's processes.
 
-    python -m bench.index_throughput [--files 10000] [--runs 3] [--out bench/results/x.json]
+    python -m bench.index_throughput [--store postgres] [--files 10000] [--runs 3] [--out x.json]
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import random
 import resource
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -116,15 +119,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         t = time.perf_counter()
         size = generate(root, args.files)
         gen_s = time.perf_counter() - t
-        settings = Settings(store="memory", embedder="hash")
+
+        def settings(run: int) -> Settings:
+            data = Path(tmp) / f"data{run}"
+            return Settings(store=args.store, embedder="hash", data_dir=data, database_url=None)
+
+        sampler = _ServerMemory() if args.store == "postgres" else None
         full = []
-        for _ in range(args.runs - 1):  # fresh stores: each run is a first index
-            async with open_codebase(settings) as cb:
-                t = time.perf_counter()
+        for run in range(args.runs - 1):  # fresh stores: each run is a first index
+            t = time.perf_counter()
+            async with open_codebase(settings(run)) as cb:
                 await cb.index(root)
                 full.append(time.perf_counter() - t)
-        async with open_codebase(settings) as cb:
-            t = time.perf_counter()
+            _stop_embedded(Path(tmp) / f"data{run}")
+        t = time.perf_counter()
+        async with open_codebase(settings(args.runs)) as cb:
             first = await cb.index(root)
             full.append(time.perf_counter() - t)
             full_s = statistics.median(full)
@@ -141,7 +150,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t = time.perf_counter()
             edit = await cb.index(root)
             edit_s = time.perf_counter() - t
+        _stop_embedded(Path(tmp) / f"data{args.runs}")
+    server_peak = sampler.stop() if sampler is not None else None
     return {
+        "store": args.store,
         "files": args.files,
         "bytes": size,
         "generate_seconds": round(gen_s, 2),
@@ -156,11 +168,45 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "edited_chunks_embedded": edit.chunks_embedded,
         "edit_reindex_seconds": round(edit_s, 3),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "server_peak_rss_mib": server_peak,
     }
+
+
+def _stop_embedded(data_dir: Path) -> None:
+    from adapters.postgres.embedded import stop_embedded
+
+    if (data_dir / "postgres").exists():
+        stop_embedded(data_dir / "postgres")
+
+
+class _ServerMemory:
+    """Samples the RSS sum of every ``postgres`` process every 0.2 s (peak, MiB)."""
+
+    def __init__(self) -> None:
+        self._peak = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._done.wait(0.2):
+            total = 0
+            for p in psutil.process_iter(["name", "memory_info"]):
+                if p.info["name"] == "postgres" and p.info["memory_info"] is not None:
+                    total += p.info["memory_info"].rss
+            self._peak = max(self._peak, total / 2**20)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return round(self._peak, 1)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--store", choices=["memory", "postgres"], default="postgres")
     p.add_argument("--files", type=int, default=10_000)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", default=None)

@@ -68,20 +68,22 @@ def new_project_id() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 
 
-def drop_projects(url: str, project_ids: list[str]) -> None:
+async def drop_projects_async(url: str, project_ids: list[str]) -> None:
     """Remove test workspaces (so an external DATABASE_URL is left as found)."""
     from adapters.postgres import PgDatabase
 
-    async def drop() -> None:
-        db = PgDatabase(url, data_dir=Path(tempfile.gettempdir()))
-        try:
-            for pid in project_ids:
-                await db.drop_workspace(pid)
-        finally:
-            await db.close()
+    db = PgDatabase(url, data_dir=Path(tempfile.gettempdir()))
+    try:
+        for pid in project_ids:
+            await db.drop_workspace(pid)
+    finally:
+        await db.close()
 
+
+def drop_projects(url: str, project_ids: list[str]) -> None:
+    """``drop_projects_async`` from synchronous code (fixture teardown)."""
     with contextlib.suppress(Exception):
-        asyncio.run(drop())
+        asyncio.run(drop_projects_async(url, project_ids))
 
 
 @pytest.fixture

@@ -44,7 +44,9 @@ class ChunkStore(Protocol):
     Contract:
     - ``replace_files`` replaces, for each file given, every chunk and the stored text of that
       file in one atomic step: a concurrent reader sees the old chunks or the new, never a mix.
-      ``vectors`` is None (lexical only) or holds one vector per chunk, in order.
+      ``vectors`` is None (lexical only) or holds one vector per chunk, in order. Vectors
+      stored this way are served by ``cached_embeddings`` under the repository's embedding
+      model, also after their chunks are replaced or deleted.
     - ``vector_search`` ranks chunks that have vectors by cosine similarity (score in [-1, 1]),
       descending, ties by (file_path, start_line); it returns the top ``limit`` passing
       ``filters`` and the count of all chunks with vectors that pass them.

@@ -132,6 +132,7 @@ class InMemoryChunkStore:
         for f in files:
             if f.vectors is not None and len(f.vectors) != len(f.chunks):
                 raise ValueError(f"{f.file.path}: {len(f.vectors)} vectors for {len(f.chunks)}")
+        model = self._repos[repository_id].embedding_model
         for f in files:
             old = stored_files.pop(f.file.path, None)
             if old is not None:
@@ -145,7 +146,10 @@ class InMemoryChunkStore:
                 self._doc_len[chunk.id] = length
                 self._total_len += length
                 if f.vectors is not None:
-                    self._vectors[chunk.id] = _unit(f.vectors[i])
+                    raw = np.asarray(f.vectors[i], dtype=np.float32)
+                    self._vectors[chunk.id] = _unit(raw)
+                    if model is not None:
+                        self._cache[(model, chunk.content_hash)] = raw
             stored_files[f.file.path] = _StoredFile(
                 file=f.file, text=f.text, chunk_ids=[c.id for c in f.chunks]
             )

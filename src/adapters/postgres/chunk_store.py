@@ -278,8 +278,9 @@ class PgChunkStore:
             )
             if not exists:
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
-            await self._delete_chunks(conn, s, repository_id, None)
+            n, length = await self._delete_chunks(conn, s, repository_id, None)
             await conn.execute(f"DELETE FROM {s}.repositories WHERE id = $1", repository_id)
+            await self._add_stats(conn, s, -n, -length)
 
     # --- files and chunks ---------------------------------------------------------------
 
@@ -292,25 +293,43 @@ class PgChunkStore:
 
     async def _delete_chunks(
         self, conn: asyncpg.Connection, s: str, repo_id: str, paths: Sequence[str] | None
-    ) -> None:
-        """Delete chunks (of ``paths``, or all of the repository), their postings and stats."""
+    ) -> tuple[int, int]:
+        """Delete chunks (of ``paths``, or all of the repository) and their postings; returns
+        the (chunk count, summed document length) removed, for ``_add_stats``."""
         where = "repo_id = $1" + ("" if paths is None else " AND file_path = ANY($2::text[])")
         args: list[Any] = [repo_id] if paths is None else [repo_id, list(paths)]
-        await conn.execute(
+        row = await conn.fetchrow(
             f"""
             WITH old AS (
-                DELETE FROM {s}.chunks WHERE {where} RETURNING seq, doc_len, terms
+                DELETE FROM {s}.chunks WHERE {where}
+                RETURNING seq, repo_id, doc_len, terms, content_hash, embedding
             ), gone AS (
                 DELETE FROM {s}.postings p
                 USING (SELECT seq, unnest(terms) AS term FROM old) d
                 WHERE p.term = d.term AND p.chunk = d.seq
+            ), retired AS (
+                -- Keep the vectors of replaced chunks: an edit undone costs no embedding.
+                INSERT INTO {s}.embedding_cache (model, content_hash, embedding)
+                SELECT r.embedding_model, o.content_hash, o.embedding
+                FROM old o JOIN {s}.repositories r ON r.id = o.repo_id
+                WHERE o.embedding IS NOT NULL AND r.embedding_model IS NOT NULL
+                ON CONFLICT DO NOTHING
             )
-            UPDATE {s}.corpus_stats SET
-                n_docs = n_docs - (SELECT count(*) FROM old),
-                total_len = total_len - (SELECT coalesce(sum(doc_len), 0) FROM old)
+            SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM old
             """,
             *args,
         )
+        return int(row["n"]), int(row["len"])
+
+    @staticmethod
+    async def _add_stats(conn: asyncpg.Connection, s: str, n_docs: int, total_len: int) -> None:
+        # Last in its transaction: the one row every writer updates is locked only briefly.
+        if n_docs or total_len:
+            await conn.execute(
+                f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, total_len = total_len + $2",
+                n_docs,
+                total_len,
+            )
 
     def _rows(self, repo_id: str, files: Sequence[IndexedFile], seqs: list[int]) -> _Rows:
         """COPY records for files, chunks and postings (CPU work, run in a thread)."""
@@ -358,6 +377,8 @@ class PgChunkStore:
                         vec,
                     )
                 )
+        # In term order, the postings index is filled page by page instead of at random.
+        postings.sort()
         return _Rows(file_rows, chunk_rows, postings, len(chunk_rows), total_len, dimension)
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
@@ -386,7 +407,7 @@ class PgChunkStore:
                     raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
                 if rows.dimension is not None:
                     await self._check_dimension(conn, s, rows.dimension)
-                await self._delete_chunks(conn, s, repository_id, paths)
+                n_old, len_old = await self._delete_chunks(conn, s, repository_id, paths)
                 await conn.execute(
                     f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
                     repository_id,
@@ -407,11 +428,7 @@ class PgChunkStore:
                     columns=["term", "chunk", "tf", "doc_len"],
                     records=rows.postings,
                 )
-                await conn.execute(
-                    f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, total_len = total_len + $2",
-                    rows.n_docs,
-                    rows.total_len,
-                )
+                await self._add_stats(conn, s, rows.n_docs - n_old, rows.total_len - len_old)
         if rows.dimension is not None:
             # A cheap local trigger; the exact tail size is checked by the build itself.
             self._written += rows.n_docs
@@ -437,7 +454,8 @@ class PgChunkStore:
 
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
         async with self._conn() as (conn, s), conn.transaction():
-            await self._delete_chunks(conn, s, repository_id, paths)
+            n, length = await self._delete_chunks(conn, s, repository_id, paths)
+            await self._add_stats(conn, s, -n, -length)
             result: str = await conn.execute(
                 f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
                 repository_id,
@@ -476,8 +494,20 @@ class PgChunkStore:
             return {}
         async with self._conn() as (conn, s):
             rows = await conn.fetch(
-                f"SELECT content_hash, embedding FROM {s}.embedding_cache "
-                "WHERE model = $1 AND content_hash = ANY($2::text[])",
+                f"""
+                SELECT content_hash, embedding FROM {s}.embedding_cache
+                WHERE model = $1 AND content_hash = ANY($2::text[])
+                UNION ALL
+                SELECT h.hash, v.embedding
+                FROM unnest($2::text[]) AS h(hash)
+                CROSS JOIN LATERAL (
+                    SELECT c.embedding FROM {s}.chunks c
+                    JOIN {s}.repositories r ON r.id = c.repo_id
+                    WHERE c.content_hash = h.hash AND c.embedding IS NOT NULL
+                      AND r.embedding_model = $1
+                    LIMIT 1
+                ) v
+                """,
                 model,
                 list(content_hashes),
             )

@@ -97,6 +97,7 @@ CREATE TABLE {s}.chunks (
 );
 CREATE INDEX chunks_file ON {s}.chunks (repo_id, file_path);
 CREATE INDEX chunks_path ON {s}.chunks (file_path);
+CREATE INDEX chunks_content ON {s}.chunks (content_hash);
 -- BM25 postings: one row per (term, chunk), term = 64-bit hash of the analysed term.
 CREATE TABLE {s}.postings (
     term bigint NOT NULL,

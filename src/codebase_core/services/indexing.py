@@ -318,9 +318,9 @@ class IndexingService:
         missing = [h for h in texts_by_hash if h not in known]
         if missing:
             vectors = await self._embedder.embed_documents([texts_by_hash[h] for h in missing])
-            fresh = dict(zip(missing, vectors, strict=True))
-            await self._store.cache_embeddings(model, fresh)
-            known.update(fresh)
+            # No cache_embeddings here: replace_files makes the vectors it stores available to
+            # cached_embeddings (see ChunkStore), so a large first index writes them once.
+            known.update(zip(missing, vectors, strict=True))
         for i, p in enumerate(prepared):
             prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])
         return len(missing), len(texts_by_hash) - len(missing)

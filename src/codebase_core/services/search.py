@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -80,21 +81,33 @@ class SearchService:
         semantic: list[ScoredChunk] = []
         lexical_hits: list[ScoredChunk] = []
         sem_total = lex_total = 0
-        if mode is not SearchMode.LEXICAL:
+
+        async def dense() -> tuple[list[ScoredChunk], int]:
             assert self._embedder is not None
             await self._check_models(query, self._embedder)
             vector = await self._embedder.embed_query(query.text)
-            raw, sem_total = await self._store.vector_search(vector, query.filters, depth)
-            semantic = [
+            raw, total = await self._store.vector_search(vector, query.filters, depth)
+            cosine_to_unit = [
                 ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
                 for s in raw
             ]
-        if mode is not SearchMode.SEMANTIC:
+            return cosine_to_unit, total
+
+        async def sparse() -> tuple[list[ScoredChunk], int]:
             terms = lexical.query_terms(query.text)
-            if terms:
-                lexical_hits, lex_total = await self._store.lexical_search(
-                    terms, query.filters, depth
-                )
+            if not terms:
+                return [], 0
+            return await self._store.lexical_search(terms, query.filters, depth)
+
+        if mode is SearchMode.HYBRID:
+            # Both retrievals at once (a pooled store runs them on two connections).
+            (semantic, sem_total), (lexical_hits, lex_total) = await asyncio.gather(
+                dense(), sparse()
+            )
+        elif mode is SearchMode.SEMANTIC:
+            semantic, sem_total = await dense()
+        else:
+            lexical_hits, lex_total = await sparse()
         if mode is SearchMode.HYBRID:
             ranked = fuse(semantic, lexical_hits, self._fusion)
             total = max(sem_total, lex_total)

@@ -1,0 +1,151 @@
+"""Search latency at ~100,000 chunks in embedded Postgres, per mode, with and without filters.
+
+Indexes a generated repository (``bench.index_throughput.generate``; --files 16000 gives about
+100,000 chunks) or a real source tree (--source DIR) with the hashing embedder (384-d), then
+times ``Codebase.search`` end to end (SQL, fusion, context lines) for every query in every mode,
+with no filter and with a directory filter. Query vectors are computed before timing (a
+wrapping embedder answers from a dict), so the figures exclude query embedding, as the target
+says. Reports p50/p95 in milliseconds over --repeat passes of the query set.
+
+    python -m bench.search_latency [--files 16000 | --source DIR] [--out bench/results/x.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adapters.hashing import HashingEmbedder
+from bench.index_throughput import VERBS, WORDS, generate
+from bench.retrieval import emit
+from entrypoints.library import open_codebase
+from entrypoints.settings import Settings
+
+
+class _Precomputed:
+    """An embedder whose query vectors were computed before the clock started."""
+
+    def __init__(self, inner: HashingEmbedder, vectors: dict[str, list[float]]) -> None:
+        self._inner = inner
+        self._vectors = vectors
+
+    @classmethod
+    async def of(cls, inner: HashingEmbedder, queries: Sequence[str]) -> _Precomputed:
+        return cls(inner, {q: await inner.embed_query(q) for q in queries})
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self._vectors[text]
+
+
+def queries(n: int, seed: int = 3) -> list[str]:
+    """Natural-language and identifier queries over the generator's vocabulary."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(n):
+        v, a, b = rng.choice(VERBS), rng.choice(WORDS), rng.choice(WORDS)
+        if i % 3 == 0:
+            out.append(f"{v}_{a}_{b}")
+        elif i % 3 == 1:
+            out.append(f"how to {v} the {a} for each {b}")
+        else:
+            out.append(f"{a} {b} {rng.choice(WORDS)}")
+    return out
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(p * len(xs)))], 2)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    qs = queries(args.queries)
+    with tempfile.TemporaryDirectory(prefix="latency-") as scratch:
+        # --keep DIR reuses the generated repository and the index between runs.
+        tmp = Path(args.keep) if args.keep else Path(scratch)
+        if args.source:
+            root = Path(args.source)
+        else:
+            root = tmp / "repo"
+            if not root.exists():
+                generate(root, args.files)
+        settings = Settings(embedder="hash", data_dir=tmp / "data", database_url=None)
+        out: dict[str, Any] = {"source": str(args.source or f"generated {args.files} files")}
+        async with open_codebase(settings) as cb:
+            t = time.perf_counter()
+            result = await cb.index(root)
+            out["index_seconds"] = round(time.perf_counter() - t, 1)
+            repos = await cb.repositories()
+            out["chunks"] = sum(r.chunk_count for r in repos)
+            directory = args.directory or _busiest_directory(root)
+            out["directory_filter"] = directory
+            # Swap in precomputed query vectors (same model name, so no mismatch).
+            cb._search._embedder = await _Precomputed.of(HashingEmbedder(384), qs)
+            for q in qs[:5]:  # warm the pool and plans
+                await cb.search(q)
+            for mode in ("semantic", "lexical", "hybrid"):
+                for label, flt in (("none", None), ("directory", directory)):
+                    lat: list[float] = []
+                    for _ in range(args.repeat):
+                        for q in qs:
+                            t = time.perf_counter()
+                            await cb.search(q, mode=mode, limit=10, directory=flt)
+                            lat.append((time.perf_counter() - t) * 1000.0)
+                    out[f"{mode}/{label}"] = {
+                        "p50_ms": _pct(lat, 0.5),
+                        "p95_ms": _pct(lat, 0.95),
+                        "mean_ms": round(statistics.fmean(lat), 2),
+                        "n": len(lat),
+                    }
+            out["index_status"] = result.status.value
+        from adapters.postgres.embedded import stop_embedded
+
+        stop_embedded(tmp / "data" / "postgres")
+    return out
+
+
+def _busiest_directory(root: Path) -> str:
+    counts: dict[str, int] = {}
+    for p in root.rglob("*"):
+        if p.is_file():
+            rel = p.relative_to(root).as_posix()
+            if "/" in rel:
+                top = rel.split("/", 1)[0]
+                counts[top] = counts.get(top, 0) + 1
+    return max(sorted(counts), key=lambda d: counts[d]) if counts else ""
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--files", type=int, default=16_000)
+    p.add_argument("--source", default=None, help="index this directory instead")
+    p.add_argument("--directory", default=None, help="directory filter (default: busiest)")
+    p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--keep", default=None, help="keep repository and index in this folder")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    if args.source:
+        args.source = str(Path(args.source).resolve())
+    emit(asyncio.run(run(args)), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,493 @@
+"""Postgres specifics: migrations, concurrent startup, workspaces, model/dimension rules,
+ANN segments and filtered completeness, transactional replacement, locks, error translation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from adapters.hashing import HashingEmbedder
+from adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
+from adapters.postgres._errors import translate
+from adapters.postgres.schema import SCHEMA_VERSION
+from adapters.tokens import TiktokenCounter
+from adapters.treesitter import TreeSitterChunker
+from codebase_core import lexical
+from codebase_core.errors import (
+    ModelMismatch,
+    RepositoryBusy,
+    StoreUnavailable,
+    ValidationFailed,
+)
+from codebase_core.models import SearchFilters, Task, utcnow
+from codebase_core.ports import ChunkStore
+from codebase_core.services import IndexingService
+from tests.conftest import drop_projects, drop_projects_async, new_project_id
+from tests.factories import file_batch, repo
+
+NO_FILTER = SearchFilters()
+
+
+@pytest.fixture
+async def db(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
+    database = PgDatabase(pg_url, data_dir=tmp_path)
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def project(pg_url: str) -> Iterator[str]:
+    pid = new_project_id()
+    yield pid
+    drop_projects(pg_url, [pid])
+
+
+def _service(store: ChunkStore, files: dict[str, str], dimension: int = 64) -> IndexingService:
+    tree = InMemorySourceTree({"/repo": {k: v.encode() for k, v in files.items()}})
+    counter = TiktokenCounter()
+    return IndexingService(
+        store=store,
+        source=tree,
+        chunker=TreeSitterChunker(counter),
+        tokens=counter,
+        embedder=HashingEmbedder(dimension),
+    )
+
+
+FILES = {
+    "app/auth.py": "import hashlib\n\n\ndef hash_password(pw):\n    return hashlib.sha256(pw).hexdigest()\n",
+    "app/server.py": "def serve(port):\n    '''Start the HTTP server.'''\n    return port\n",
+    "docs/guide.md": "# Guide\n\nRun the server with serve(8080).\n",
+}
+
+
+# --- migrations and startup --------------------------------------------------------------
+
+
+async def test_migrations_are_versioned_and_idempotent(db: PgDatabase, project: str) -> None:
+    ws = await db.workspace(project)
+    assert ws.schema == schema_name(project)
+    again = PgDatabase(db._url, data_dir=Path("/nonexistent"))
+    try:
+        await again.workspace(project)  # a second process-like start: nothing to apply
+    finally:
+        await again.close()
+    async with db.connection() as conn:
+        versions = await conn.fetch(f"SELECT version FROM {ws.quoted}.schema_migrations")
+        recorded = await conn.fetchval(
+            "SELECT schema_version FROM codebase_mcp.projects WHERE id = $1", project
+        )
+    assert [r["version"] for r in versions] == list(range(1, SCHEMA_VERSION + 1))
+    assert recorded == SCHEMA_VERSION
+
+
+async def test_concurrent_startup_in_one_process(pg_url: str, tmp_path: Path) -> None:
+    project = new_project_id()
+    dbs = [PgDatabase(pg_url, data_dir=tmp_path) for _ in range(4)]
+    try:
+        names = await asyncio.gather(*(d.workspace(project) for d in dbs))
+        assert len({n.schema for n in names}) == 1
+    finally:
+        for d in dbs:
+            await d.close()
+        await drop_projects_async(pg_url, [project])
+
+
+def test_concurrent_startup_across_processes(pg_url: str, tmp_path: Path) -> None:
+    """Three processes create the extension, global schema and one project at once."""
+    project = new_project_id()
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from pathlib import Path
+        from adapters.postgres import PgDatabase, PgTaskRepo
+        from codebase_core.models import Task, utcnow
+
+        async def main() -> None:
+            db = PgDatabase({pg_url!r}, data_dir=Path({str(tmp_path)!r}))
+            try:
+                now = utcnow()
+                await PgTaskRepo(db, {project!r}).add(
+                    Task(id=sys.argv[1], title="t", created_at=now, updated_at=now))
+            finally:
+                await db.close()
+
+        asyncio.run(main())
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, f"task-{i}"], stderr=subprocess.PIPE)
+        for i in range(3)
+    ]
+    errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+    try:
+        assert [p.returncode for p in procs] == [0, 0, 0], errors
+
+        async def count() -> int:
+            db = PgDatabase(pg_url, data_dir=tmp_path)
+            try:
+                page = await PgTaskRepo(db, project).list()
+                return page.total_count
+            finally:
+                await db.close()
+
+        assert asyncio.run(count()) == 3
+    finally:
+        drop_projects(pg_url, [project])
+
+
+# --- workspaces ----------------------------------------------------------------------------
+
+
+def test_schema_names_are_bounded_lowercase_and_distinct() -> None:
+    long_id = "A" * 64
+    name = schema_name(long_id)
+    assert len(name.encode()) <= 63 and name == name.lower()
+    assert name.startswith("cb_proj_aaaa") and name.rsplit("_", 1)[1].isalnum()
+    assert schema_name("My App") != schema_name("my_app") != schema_name("my-app")
+    assert schema_name("default").startswith("cb_proj_default_")
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 65, "a;DROP SCHEMA public", "naïve", "a/b", "a.b"])
+def test_bad_project_ids_are_rejected_with_the_rule(bad: str) -> None:
+    with pytest.raises(ValidationFailed) as err:
+        schema_name(bad)
+    assert err.value.code == "VALIDATION_ERROR" and "project_id" in str(err.value)
+    assert "1-64 characters" in str(err.value)
+
+
+async def test_projects_are_isolated(db: PgDatabase, pg_url: str) -> None:
+    a, b = new_project_id(), new_project_id()
+    try:
+        store_a, store_b = PgChunkStore(db, a), PgChunkStore(db, b)
+        await _service(store_a, FILES).index("/repo")
+        now = utcnow()
+        await PgTaskRepo(db, a).add(
+            Task(id="t1", title="only in a", created_at=now, updated_at=now)
+        )
+        assert [r.path for r in await store_a.list_repositories()] == ["/repo"]
+        assert await store_b.list_repositories() == []
+        terms = lexical.query_terms("hash password")
+        hits_a, _ = await store_a.lexical_search(terms, NO_FILTER, 10)
+        hits_b, total_b = await store_b.lexical_search(terms, NO_FILTER, 10)
+        assert hits_a and hits_b == [] and total_b == 0
+        assert (await PgTaskRepo(db, b).list()).total_count == 0
+        assert (await store_a.workspace()).schema != (await store_b.workspace()).schema
+    finally:
+        await drop_projects_async(pg_url, [a, b])
+
+
+# --- one model per project -----------------------------------------------------------------
+
+
+async def test_dimension_mismatch_is_refused_with_the_fix(db: PgDatabase, project: str) -> None:
+    store = PgChunkStore(db, project)
+    await _service(store, FILES, dimension=64).index("/repo")
+    other = InMemorySourceTree({"/other": {"x.py": b"def other():\n    return 1\n"}})
+    counter = TiktokenCounter()
+    service = IndexingService(
+        store=store,
+        source=other,
+        chunker=TreeSitterChunker(counter),
+        tokens=counter,
+        embedder=HashingEmbedder(32),
+    )
+    with pytest.raises(ModelMismatch) as err:
+        await service.index("/other")
+    assert "force_reindex" in str(err.value) and "hash-64" in str(err.value)
+    with pytest.raises(ModelMismatch):
+        await store.vector_search([0.1] * 32, NO_FILTER, 5)
+    # Nothing of the refused run was written.
+    assert [r.path for r in await store.list_repositories()] == ["/repo"]
+
+
+async def test_forced_reindex_switches_the_only_repository_to_a_new_dimension(
+    db: PgDatabase, project: str
+) -> None:
+    store = PgChunkStore(db, project)
+    await _service(store, FILES, dimension=64).index("/repo")
+    result = await _service(store, FILES, dimension=32).index("/repo", force=True)
+    assert result.chunks_embedded == result.chunks_created > 0
+    hits, total = await store.vector_search(
+        await HashingEmbedder(32).embed_query("hash password"), NO_FILTER, 3
+    )
+    assert hits and total == result.chunks_created
+    assert (await store.get_repository(result.repository_id)).embedding_model == "hash-32"
+
+
+# --- ANN segments, filtered completeness ---------------------------------------------------
+
+SMALL_ANN = AnnConfig(min_rows=100, segment_rows=150, tail_rows=40, exact_rows=30, max_segments=2)
+
+
+def _corpus(n_files: int) -> dict[str, list[str]]:
+    return {
+        f"pkg{i % 7}/mod{i}.py": [
+            f"def f{i}_{j}(x):\n    return x * {i} + {j}  # item {i} {j}" for j in range(5)
+        ]
+        for i in range(n_files)
+    }
+
+
+async def _load(store: ChunkStore, n_files: int, dim: int = 32) -> HashingEmbedder:
+    emb = HashingEmbedder(dim)
+    await store.save_repository(
+        repo("r1").model_copy(update={"embedding_model": emb.model, "embedding_dimension": dim})
+    )
+    batches = []
+    for path, pieces in _corpus(n_files).items():
+        vecs = await emb.embed_documents(pieces)
+        batches.append(file_batch("r1", path, pieces, vecs))
+    for i in range(0, len(batches), 20):
+        await store.replace_files("r1", batches[i : i + 20])
+    return emb
+
+
+async def test_segments_are_built_merged_and_searched_completely(
+    db: PgDatabase, project: str
+) -> None:
+    store = PgChunkStore(db, project, ann=SMALL_ANN)
+    reference = InMemoryChunkStore()
+    emb = await _load(store, 120)  # 600 chunks
+    await _load(reference, 120)
+    await store.optimize()
+    ws = await store.workspace()
+    async with db.connection() as conn:
+        segments = await conn.fetch(f"SELECT lo, hi FROM {ws.quoted}.ann_segments ORDER BY lo")
+        indexes = await conn.fetch(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'chunks' "
+            "AND indexname LIKE 'ann%'",
+            ws.schema,
+        )
+    assert 1 <= len(segments) <= SMALL_ANN.max_segments
+    assert len(indexes) == len(segments)
+    query = await emb.embed_query("return x item 7")
+    # Unfiltered: HNSW over the segments, same best hit as the exact reference.
+    hits, total = await store.vector_search(query, NO_FILTER, 10)
+    ref, ref_total = await reference.vector_search(query, NO_FILTER, 10)
+    assert total == ref_total == 600 and len(hits) == 10
+    assert hits[0].chunk.id == ref[0].chunk.id
+    # Selective filter (one directory, a file type): still `limit` hits, exactly ranked.
+    for flt in (SearchFilters(directory="pkg3"), SearchFilters(directory="pkg3", file_type="py")):
+        hits, total = await store.vector_search(query, flt, 50)
+        ref, ref_total = await reference.vector_search(query, flt, 50)
+        assert total == ref_total and len(hits) == min(50, ref_total)
+        # Exact: the same scores in the same order (float32 vs pgvector rounding aside).
+        assert [h.score for h in hits] == pytest.approx([h.score for h in ref], abs=1e-5)
+        assert all(h.chunk.file_path.startswith("pkg3/") for h in hits)
+
+
+def _core_sources() -> dict[str, str]:
+    src = Path(__file__).resolve().parents[2] / "src" / "codebase_core"
+    return {p.relative_to(src).as_posix(): p.read_text() for p in src.rglob("*.py")}
+
+
+async def test_lexical_top10_matches_memory_on_a_real_corpus(db: PgDatabase, project: str) -> None:
+    files = _core_sources()
+    pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
+    r1 = await _service(pg, files).index("/repo")
+    r2 = await _service(mem, files).index("/repo")
+    assert r1.chunks_created == r2.chunks_created > 50
+    for q in ("parse task status", "BM25 upper bound", "cancellation token", "Repository"):
+        for flt in (NO_FILTER, SearchFilters(directory="services")):
+            terms = lexical.query_terms(q)
+            a, ta = await pg.lexical_search(terms, flt, 10)
+            b, tb = await mem.lexical_search(terms, flt, 10)
+            assert ta == tb
+            assert [(h.chunk.file_path, h.chunk.start_line) for h in a] == [
+                (h.chunk.file_path, h.chunk.start_line) for h in b
+            ]
+            assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
+
+
+# --- transactions, locks, faults -----------------------------------------------------------
+
+
+async def test_killed_connection_mid_write_keeps_the_old_chunks(
+    db: PgDatabase, project: str, pg_url: str
+) -> None:
+    store = PgChunkStore(db, project)
+    await store.save_repository(repo("r1"))
+    await store.replace_files("r1", [file_batch("r1", "a.py", ["def old():\n    return 1"])])
+    ws = await store.workspace()
+    blocker, watcher = await asyncpg.connect(pg_url), await asyncpg.connect(pg_url)
+    try:
+        # Hold the statistics row so the replacement blocks at the end of its transaction,
+        # after it has deleted the old chunks and copied the new ones; then kill it.
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(f"SELECT * FROM {ws.quoted}.corpus_stats FOR UPDATE")
+        write = asyncio.create_task(
+            store.replace_files(
+                "r1", [file_batch("r1", "a.py", ["def new_version():\n    return two + three"])]
+            )
+        )
+        for _ in range(100):
+            pid = await watcher.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE '%corpus_stats%'"
+            )
+            if pid:
+                break
+            await asyncio.sleep(0.05)
+        assert pid, "the replacement never reached the statistics update"
+        await blocker.execute("SELECT pg_terminate_backend($1)", pid)
+        with pytest.raises(StoreUnavailable) as err:
+            await write
+        assert "lost" in str(err.value) or "terminat" in str(err.value)
+        await tx.rollback()
+    finally:
+        await blocker.close()
+        await watcher.close()
+    chunks = await store.chunks("r1")
+    assert [c.content for c in chunks] == ["def old():\n    return 1"]
+    assert await store.file_texts("r1", ["a.py"]) == {"a.py": "def old():\n    return 1"}
+
+
+async def test_indexing_lock_serialises_one_repository(pg_url: str, tmp_path: Path) -> None:
+    project = new_project_id()
+    db1, db2 = PgDatabase(pg_url, data_dir=tmp_path), PgDatabase(pg_url, data_dir=tmp_path)
+    try:
+        s1, s2 = PgChunkStore(db1, project), PgChunkStore(db2, project)
+        async with s1.indexing_lock("r1", wait=False):
+            with pytest.raises(RepositoryBusy) as err:
+                async with s2.indexing_lock("r1", wait=False):
+                    pass
+            assert err.value.code == "REPOSITORY_BUSY"
+            async with s2.indexing_lock("other", wait=False):
+                pass  # other repositories are not blocked
+            waiter = asyncio.create_task(_hold(s2, "r1"))
+            await asyncio.sleep(0.3)
+            assert not waiter.done()
+        await asyncio.wait_for(waiter, 10)
+    finally:
+        await db1.close()
+        await db2.close()
+        await drop_projects_async(pg_url, [project])
+
+
+async def _hold(store: PgChunkStore, repo_id: str) -> None:
+    async with store.indexing_lock(repo_id, wait=True):
+        pass
+
+
+async def test_service_waits_for_another_indexer(pg_url: str, tmp_path: Path) -> None:
+    from codebase_core.models import repository_id_for
+
+    project = new_project_id()
+    db1, db2 = PgDatabase(pg_url, data_dir=tmp_path), PgDatabase(pg_url, data_dir=tmp_path)
+    try:
+        s1, s2 = PgChunkStore(db1, project), PgChunkStore(db2, project)
+        events: list[str] = []
+        async with s1.indexing_lock(repository_id_for("/repo"), wait=False):
+            with pytest.raises(RepositoryBusy):
+                await _service(s2, FILES).index("/repo", wait=False)
+            run = asyncio.create_task(
+                _service(s2, FILES).index("/repo", progress=lambda p, d, t: events.append(p))
+            )
+            await asyncio.sleep(0.3)
+            assert events == ["waiting"] and not run.done()
+        result = await asyncio.wait_for(run, 30)
+        assert result.files_indexed == 3 and events[-1] == "done"
+    finally:
+        await db1.close()
+        await db2.close()
+        await drop_projects_async(pg_url, [project])
+
+
+async def test_connection_refused_names_the_url(tmp_path: Path) -> None:
+    db = PgDatabase("postgresql://u:secret@127.0.0.1:1/x", data_dir=tmp_path, connect_timeout_s=3)
+    with pytest.raises(StoreUnavailable) as err:
+        await db.workspace("default")
+    msg = str(err.value)
+    assert err.value.code == "DATABASE_ERROR" and "refused" in msg
+    assert "127.0.0.1:1" in msg and "secret" not in msg and "***" in msg
+
+
+async def test_pool_exhaustion_and_statement_timeout_are_translated(
+    pg_url: str, tmp_path: Path
+) -> None:
+    db = PgDatabase(
+        pg_url, data_dir=tmp_path, pool_size=2, connect_timeout_s=0.5, statement_timeout_s=0.2
+    )
+    try:
+        async with db.connection(), db.connection():
+            with pytest.raises(StoreUnavailable) as err:
+                async with db.connection():
+                    pass
+            assert "pool of 2" in str(err.value) and "CODEBASE_MCP_POOL_SIZE" in str(err.value)
+        with pytest.raises(StoreUnavailable) as err:
+            async with db.connection() as conn:
+                await conn.execute("SELECT pg_sleep(2)")
+        assert "statement timeout" in str(err.value)
+    finally:
+        await db.close()
+
+
+async def test_lost_connection_is_translated(db: PgDatabase, pg_url: str) -> None:
+    killer = await asyncpg.connect(pg_url)
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            async with db.connection() as conn:
+                pid = await conn.fetchval("SELECT pg_backend_pid()")
+                await killer.execute("SELECT pg_terminate_backend($1)", pid)
+                await asyncio.sleep(0.1)
+                await conn.fetchval("SELECT 1")
+        assert "lost" in str(err.value) or "terminat" in str(err.value)
+    finally:
+        await killer.close()
+    async with db.connection() as conn:  # the pool recovers
+        assert await conn.fetchval("SELECT 1") == 1
+
+
+def test_authentication_failure_message() -> None:
+    exc = asyncpg.InvalidPasswordError("password authentication failed for user bob")
+    err = translate(exc, "postgresql://bob:pw@db:5432/x", timeout_s=1, pool_size=2)
+    assert isinstance(err, StoreUnavailable)
+    assert "authentication failed" in str(err) and "db:5432" in str(err) and "pw@" not in str(err)
+
+
+# --- embedded default ----------------------------------------------------------------------
+
+
+def test_embedded_server_persists_across_processes(tmp_path: Path) -> None:
+    """No DATABASE_URL: index in one process, search in another (the quick start)."""
+    repo_dir = tmp_path / "repo"
+    (repo_dir / "pkg").mkdir(parents=True)
+    (repo_dir / "pkg" / "auth.py").write_text("def verify_token(token):\n    return token\n")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CODEBASE_MCP_DATABASE_URL")
+    }
+    env["CODEBASE_MCP_DATA_DIR"] = str(tmp_path / "data")
+    cli = [sys.executable, "-m", "entrypoints.cli.main"]
+    first = subprocess.run(
+        [*cli, "index", str(repo_dir)],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(
+        [*cli, "search", "verify token", "--json"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert second.returncode == 0, second.stderr
+    assert "pkg/auth.py" in second.stdout
+    assert (tmp_path / "data" / "postgres" / "PG_VERSION").exists()
