@@ -288,7 +288,7 @@ class InMemoryChunkStore:
         return _top(matched, limit), len(matched)
 
 
-def _unit(vector: Sequence[float]) -> Matrix:
+def _unit(vector: Sequence[float] | Matrix) -> Matrix:
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
