@@ -227,6 +227,7 @@ class PgChunkStore:
                 "AND embedding IS NOT NULL",
                 repo.id,
             )
+            await self._recount_vectors(conn, s)
         await conn.execute(
             f"INSERT INTO {s}.meta VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
             model,
@@ -248,6 +249,7 @@ class PgChunkStore:
         await conn.execute(
             f"ALTER TABLE {s}.chunks ALTER COLUMN embedding TYPE vector({int(dimension)})"
         )
+        await self._recount_vectors(conn, s)
         await conn.execute(
             f"INSERT INTO {s}.meta VALUES ('dimension', $1) "
             "ON CONFLICT (key) DO UPDATE SET value = $1",
@@ -278,9 +280,9 @@ class PgChunkStore:
             )
             if not exists:
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
-            n, length = await self._delete_chunks(conn, s, repository_id, None)
+            n, length, nvec = await self._delete_chunks(conn, s, repository_id, None)
             await conn.execute(f"DELETE FROM {s}.repositories WHERE id = $1", repository_id)
-            await self._add_stats(conn, s, -n, -length)
+            await self._add_stats(conn, s, -n, -length, -nvec)
 
     # --- files and chunks ---------------------------------------------------------------
 
@@ -293,9 +295,9 @@ class PgChunkStore:
 
     async def _delete_chunks(
         self, conn: asyncpg.Connection, s: str, repo_id: str, paths: Sequence[str] | None
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, int]:
         """Delete chunks (of ``paths``, or all of the repository) and their postings; returns
-        the (chunk count, summed document length) removed, for ``_add_stats``."""
+        the (chunks, summed document length, vectors) removed, for ``_add_stats``."""
         where = "repo_id = $1" + ("" if paths is None else " AND file_path = ANY($2::text[])")
         args: list[Any] = [repo_id] if paths is None else [repo_id, list(paths)]
         row = await conn.fetchrow(
@@ -315,21 +317,34 @@ class PgChunkStore:
                 WHERE o.embedding IS NOT NULL AND r.embedding_model IS NOT NULL
                 ON CONFLICT DO NOTHING
             )
-            SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM old
+            SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len,
+                   count(*) FILTER (WHERE embedding IS NOT NULL) AS nvec
+            FROM old
             """,
             *args,
         )
-        return int(row["n"]), int(row["len"])
+        return int(row["n"]), int(row["len"]), int(row["nvec"])
 
     @staticmethod
-    async def _add_stats(conn: asyncpg.Connection, s: str, n_docs: int, total_len: int) -> None:
+    async def _add_stats(
+        conn: asyncpg.Connection, s: str, n_docs: int, total_len: int, n_vectors: int
+    ) -> None:
         # Last in its transaction: the one row every writer updates is locked only briefly.
-        if n_docs or total_len:
+        if n_docs or total_len or n_vectors:
             await conn.execute(
-                f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, total_len = total_len + $2",
+                f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, "
+                "total_len = total_len + $2, n_vectors = n_vectors + $3",
                 n_docs,
                 total_len,
+                n_vectors,
             )
+
+    @staticmethod
+    async def _recount_vectors(conn: asyncpg.Connection, s: str) -> None:
+        await conn.execute(
+            f"UPDATE {s}.corpus_stats SET n_vectors = "
+            f"(SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL)"
+        )
 
     def _rows(self, repo_id: str, files: Sequence[IndexedFile], seqs: list[int]) -> _Rows:
         """COPY records for files, chunks and postings (CPU work, run in a thread)."""
@@ -407,7 +422,7 @@ class PgChunkStore:
                     raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
                 if rows.dimension is not None:
                     await self._check_dimension(conn, s, rows.dimension)
-                n_old, len_old = await self._delete_chunks(conn, s, repository_id, paths)
+                n_old, len_old, vec_old = await self._delete_chunks(conn, s, repository_id, paths)
                 await conn.execute(
                     f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
                     repository_id,
@@ -428,7 +443,10 @@ class PgChunkStore:
                     columns=["term", "chunk", "tf", "doc_len"],
                     records=rows.postings,
                 )
-                await self._add_stats(conn, s, rows.n_docs - n_old, rows.total_len - len_old)
+                n_vec = rows.n_docs if rows.dimension is not None else 0
+                await self._add_stats(
+                    conn, s, rows.n_docs - n_old, rows.total_len - len_old, n_vec - vec_old
+                )
         if rows.dimension is not None:
             # A cheap local trigger; the exact tail size is checked by the build itself.
             self._written += rows.n_docs
@@ -454,8 +472,8 @@ class PgChunkStore:
 
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
         async with self._conn() as (conn, s), conn.transaction():
-            n, length = await self._delete_chunks(conn, s, repository_id, paths)
-            await self._add_stats(conn, s, -n, -length)
+            n, length, nvec = await self._delete_chunks(conn, s, repository_id, paths)
+            await self._add_stats(conn, s, -n, -length, -nvec)
             result: str = await conn.execute(
                 f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
                 repository_id,
@@ -545,11 +563,14 @@ class PgChunkStore:
                     "re-index with force_reindex using one embedding model"
                 )
             counted = _Filter(filters, 1)
-            total: int = await conn.fetchval(
-                f"SELECT count(*) FROM {s}.chunks c "
-                f"WHERE c.embedding IS NOT NULL AND {counted.sql}",
-                *counted.params,
-            )
+            if counted.empty:  # counting 100k rows of vectors costs more than the search
+                total: int = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
+            else:
+                total = await conn.fetchval(
+                    f"SELECT count(*) FROM {s}.chunks c "
+                    f"WHERE c.embedding IS NOT NULL AND {counted.sql}",
+                    *counted.params,
+                )
             if total == 0:
                 return [], 0
             if not float(np.linalg.norm(query)) > 0:
@@ -621,39 +642,48 @@ class PgChunkStore:
         if not keys:
             return [], 0
         flt = _Filter(filters, 3)
-        join = "" if flt.empty else f"JOIN {{s}}.chunks c ON c.seq = sc.chunk WHERE {flt.sql}"
         k1, b = lexical.K1, lexical.B
         async with self._conn() as (conn, s):
+            where = (
+                ""
+                if flt.empty
+                else (f"WHERE sc.chunk IN (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql})")
+            )
             rows = await conn.fetch(
                 f"""
                 WITH st AS (
                     SELECT n_docs::float8 AS n,
                            CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
                     FROM {s}.corpus_stats
-                ), p AS MATERIALIZED (
-                    SELECT p.term, p.chunk, p.tf, p.doc_len
-                    FROM unnest($1::int8[]) AS q(term) JOIN {s}.postings p ON p.term = q.term
                 ), w AS (
-                    SELECT p.term, ln(1 + (st.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                    FROM p, st GROUP BY p.term, st.n
+                    -- Document frequencies over the whole project, from the postings index.
+                    SELECT q.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                    FROM unnest($1::int8[]) AS q(term)
+                    CROSS JOIN LATERAL (
+                        SELECT count(*) AS df FROM {s}.postings p WHERE p.term = q.term
+                    ) d, st
+                    WHERE d.df > 0
                 ), sc AS (
                     SELECT p.chunk, sum(
                         w.idf * p.tf * {k1 + 1.0} /
                         (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avg))) AS raw
-                    FROM p JOIN w USING (term), st GROUP BY p.chunk
+                    FROM w JOIN {s}.postings p ON p.term = w.term, st
+                    GROUP BY p.chunk
                 ), f AS MATERIALIZED (
-                    SELECT sc.chunk, sc.raw FROM sc {join.format(s=s)}
+                    SELECT sc.chunk, sc.raw FROM sc {where}
                 ), bound AS (
                     SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
                 ), kth AS (
                     SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1
+                ), top AS (
+                    -- Everything tied with the k-th score, so ties fall to path and line.
+                    SELECT f.chunk, f.raw FROM f, bound
+                    WHERE f.raw >= (SELECT coalesce(min(raw), 0) FROM kth) - 2e-9 * bound.v
+                    ORDER BY f.raw DESC LIMIT 1000
                 )
-                SELECT {_SELECT_CHUNK}, f.raw, bound.v AS bound,
+                SELECT {_SELECT_CHUNK}, top.raw, bound.v AS bound,
                        (SELECT count(*) FROM f) AS total
-                FROM f JOIN {s}.chunks c ON c.seq = f.chunk, bound
-                WHERE f.raw >= (SELECT coalesce(min(raw), 0) FROM kth) - 2e-9 * bound.v
-                ORDER BY f.raw DESC
-                LIMIT 1000
+                FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
                 """,
                 keys,
                 int(limit),

@@ -128,6 +128,8 @@ class PgDatabase:
                         server_settings={
                             "statement_timeout": str(int(self._statement_timeout * 1000)),
                             "application_name": "codebase-mcp",
+                            # BM25 over common terms aggregates 100k+ postings in memory.
+                            "work_mem": "32MB",
                         },
                     )
                 except CoreError:

@@ -96,7 +96,8 @@ CREATE TABLE {s}.chunks (
     embedding vector
 );
 CREATE INDEX chunks_file ON {s}.chunks (repo_id, file_path);
-CREATE INDEX chunks_path ON {s}.chunks (file_path);
+-- Covers every search filter, so a filter is resolved from the index alone.
+CREATE INDEX chunks_path ON {s}.chunks (file_path) INCLUDE (seq, repo_id, file_ext, language);
 CREATE INDEX chunks_content ON {s}.chunks (content_hash);
 -- BM25 postings: one row per (term, chunk), term = 64-bit hash of the analysed term.
 CREATE TABLE {s}.postings (
@@ -110,9 +111,10 @@ CREATE INDEX postings_term ON {s}.postings (term, chunk) INCLUDE (tf, doc_len);
 CREATE TABLE {s}.corpus_stats (
     one bool PRIMARY KEY DEFAULT true CHECK (one),
     n_docs bigint NOT NULL,
-    total_len bigint NOT NULL
+    total_len bigint NOT NULL,
+    n_vectors bigint NOT NULL
 );
-INSERT INTO {s}.corpus_stats VALUES (true, 0, 0);
+INSERT INTO {s}.corpus_stats VALUES (true, 0, 0, 0);
 -- Partial HNSW indexes, each over chunks with lo < seq <= hi.
 CREATE TABLE {s}.ann_segments (
     index_name text PRIMARY KEY,
