@@ -1,7 +1,9 @@
 """Search latency at ~100,000 chunks in embedded Postgres, per mode, with and without filters.
 
 Indexes a generated repository (``bench.index_throughput.generate``; --files 16000 gives about
-100,000 chunks) or a real source tree (--source DIR) with the hashing embedder (384-d), then
+100,000 chunks; its 49-word vocabulary puts every query term in half the chunks, the worst case
+for BM25) or a real source tree (--source DIR, queried with CoSQA's real web questions) with
+the hashing embedder (384-d), then
 times ``Codebase.search`` end to end (SQL, fusion, context lines) for every query in every mode,
 with no filter and with a directory filter. Query vectors are computed before timing (a
 wrapping embedder answers from a dict), so the figures exclude query embedding, as the target
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
+import sysconfig
 import tempfile
 import time
 from collections.abc import Sequence
@@ -70,13 +74,22 @@ def queries(n: int, seed: int = 3) -> list[str]:
     return out
 
 
+COSQA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "cosqa"
+
+
+def cosqa_queries(n: int) -> list[str]:
+    """The first ``n`` CoSQA dev queries: real web questions about Python code."""
+    data = json.loads((COSQA / "cosqa-retrieval-dev-500.json").read_text())
+    return [q["doc"] for q in data[:n]]
+
+
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return round(xs[min(len(xs) - 1, int(p * len(xs)))], 2)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    qs = queries(args.queries)
+    qs = cosqa_queries(args.queries) if args.source else queries(args.queries)
     with tempfile.TemporaryDirectory(prefix="latency-") as scratch:
         # --keep DIR reuses the generated repository and the index between runs.
         tmp = Path(args.keep) if args.keep else Path(scratch)
@@ -135,13 +148,17 @@ def _busiest_directory(root: Path) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--files", type=int, default=16_000)
-    p.add_argument("--source", default=None, help="index this directory instead")
+    p.add_argument(
+        "--source", default=None, help="index this directory instead ('stdlib': Python's own)"
+    )
     p.add_argument("--directory", default=None, help="directory filter (default: busiest)")
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--keep", default=None, help="keep repository and index in this folder")
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    if args.source == "stdlib":
+        args.source = sysconfig.get_paths()["stdlib"]
     if args.source:
         args.source = str(Path(args.source).resolve())
     emit(asyncio.run(run(args)), args.out)

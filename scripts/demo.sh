@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Quick start: set up a virtualenv, index a repository and search it.
+# Quick start: set up a virtualenv, index a repository, then search it from another process.
 #   scripts/demo.sh ["natural-language query"] [path/to/repo]
-# Defaults: this project's own source tree, and a question about it.
+# Defaults: this project's own source tree, and a question about it. The index lives in the
+# embedded PostgreSQL under CODEBASE_MCP_DATA_DIR (default: the platform's user data folder).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 query="${1:-split identifiers on camelCase for lexical ranking}"
@@ -12,4 +13,5 @@ if [ ! -x "$venv/bin/codebase-mcp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet -e "$here"
 fi
-exec "$venv/bin/codebase-mcp" search "$query" --index "$repo" --limit 5
+"$venv/bin/codebase-mcp" index "$repo"
+exec "$venv/bin/codebase-mcp" search "$query" --repo "$repo" --limit 5

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 
-from codebase_core.errors import CoreError, InvalidLimit, ValidationFailed
+from codebase_core.errors import CoreError, InvalidLimit, RepositoryNotFound, ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
     IndexResult,
@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument(
         "--force", action="store_true", help="re-chunk every file (cached vectors kept)"
     )
+    ix.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail with REPOSITORY_BUSY if another process is indexing this repository",
+    )
     ix.add_argument("--json", action="store_true", help="print the result as JSON")
 
     se = sub.add_parser("search", help="search indexed code")
@@ -71,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--directory", help="path prefix inside the repository, e.g. src/api")
     se.add_argument("--language", help="language name, e.g. python")
     se.add_argument("--repository-id", help="restrict to one repository")
+    se.add_argument(
+        "--repo", metavar="PATH", help="restrict to the repository indexed at PATH (no re-index)"
+    )
     se.add_argument("--project", help="workspace id")
     se.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
@@ -94,13 +102,37 @@ def _progress_bar(console: Console) -> tuple[Progress, ProgressCallback]:
 
 
 async def _index(
-    cb: Codebase, path: str, *, name: str | None, force: bool, quiet: bool, err: Console
+    cb: Codebase,
+    path: str,
+    *,
+    name: str | None,
+    force: bool,
+    quiet: bool,
+    err: Console,
+    wait: bool = True,
 ) -> IndexResult:
+    told = False
+
+    def say_waiting(phase: ProgressPhase, done: int, total: int) -> None:
+        nonlocal told
+        if phase == "waiting" and not told:
+            told = True
+            err.print(
+                f"another process is indexing {path}; waiting for it to finish "
+                "(--no-wait to fail instead)",
+                highlight=False,
+            )
+
     if quiet or not err.is_terminal:
-        return await cb.index(path, name=name, force=force)
+        return await cb.index(path, name=name, force=force, progress=say_waiting, wait=wait)
     bar, update = _progress_bar(err)
+
+    def both(phase: ProgressPhase, done: int, total: int) -> None:
+        say_waiting(phase, done, total)
+        update(phase, done, total)
+
     with bar:
-        return await cb.index(path, name=name, force=force, progress=update)
+        return await cb.index(path, name=name, force=force, progress=both, wait=wait)
 
 
 def _print_index(result: IndexResult, out: Console) -> None:
@@ -172,10 +204,16 @@ async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     async with open_codebase(settings, project_id=args.project) as cb:
         if args.command == "index":
             indexed = await _index(
-                cb, args.path, name=args.name, force=args.force, quiet=args.json, err=err
+                cb,
+                args.path,
+                name=args.name,
+                force=args.force,
+                quiet=args.json,
+                err=err,
+                wait=not args.no_wait,
             )
             if args.json:
-                print(json.dumps(index_payload(indexed, cb.project_id, None), indent=2))
+                print(json.dumps(index_payload(indexed, cb.project_id, cb.database_name), indent=2))
             else:
                 _print_index(indexed, out)
             return EXIT_OK if indexed.status.value != "failed" else EXIT_ERROR
@@ -190,6 +228,14 @@ async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             language=args.language,
         )
         repository_id = args.repository_id
+        if args.repo and not args.index:
+            found = await cb.repository_for_path(args.repo)
+            if found is None:
+                raise RepositoryNotFound(
+                    f"no repository is indexed at {args.repo}: run "
+                    f"'codebase-mcp index {args.repo}' first (or search with --index)"
+                )
+            repository_id = repository_id or found.id
         if args.index:
             refreshed = await _index(
                 cb, args.index, name=None, force=False, quiet=args.json, err=err
