@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import statistics
 import sysconfig
 import tempfile
@@ -94,7 +95,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # --keep DIR reuses the generated repository and the index between runs.
         tmp = Path(args.keep) if args.keep else Path(scratch)
         if args.source:
-            root = Path(args.source)
+            root = tmp / "source"
+            if not root.exists():  # a copy without installed packages and bytecode
+                shutil.copytree(
+                    args.source,
+                    root,
+                    ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"),
+                )
         else:
             root = tmp / "repo"
             if not root.exists():
@@ -107,14 +114,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             out["index_seconds"] = round(time.perf_counter() - t, 1)
             repos = await cb.repositories()
             out["chunks"] = sum(r.chunk_count for r in repos)
-            directory = args.directory or _busiest_directory(root)
-            out["directory_filter"] = directory
+            directories = args.directory or [_busiest_directory(root)]
+            out["directory_filters"] = {
+                d: sum(1 for _ in (root / d).rglob("*") if _.is_file()) for d in directories
+            }
             # Swap in precomputed query vectors (same model name, so no mismatch).
             cb._search._embedder = await _Precomputed.of(HashingEmbedder(384), qs)
             for q in qs[:5]:  # warm the pool and plans
                 await cb.search(q)
             for mode in ("semantic", "lexical", "hybrid"):
-                for label, flt in (("none", None), ("directory", directory)):
+                for label, flt in [("none", None), *((f"directory={d}", d) for d in directories)]:
                     lat: list[float] = []
                     for _ in range(args.repeat):
                         for q in qs:
@@ -151,7 +160,9 @@ def main() -> None:
     p.add_argument(
         "--source", default=None, help="index this directory instead ('stdlib': Python's own)"
     )
-    p.add_argument("--directory", default=None, help="directory filter (default: busiest)")
+    p.add_argument(
+        "--directory", action="append", help="directory filter, repeatable (default: busiest)"
+    )
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--keep", default=None, help="keep repository and index in this folder")

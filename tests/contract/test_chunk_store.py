@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from codebase_core import lexical
-from codebase_core.errors import RepositoryNotFound
+from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
 from codebase_core.models import SearchFilters
 from codebase_core.ports import ChunkStore
 from tests.factories import file_batch, repo, symbol_of
@@ -322,3 +322,49 @@ async def test_empty_store_searches(chunk_store: ChunkStore) -> None:
     assert await chunk_store.vector_search([1.0, 0.0], NO_FILTER, 5) == ([], 0)
     assert await chunk_store.lexical_search(["x"], NO_FILTER, 5) == ([], 0)
     assert await chunk_store.list_repositories() == []
+
+
+async def test_stored_vectors_serve_the_embedding_cache_after_replacement(
+    chunk_store: ChunkStore,
+) -> None:
+    r = repo().model_copy(update={"embedding_model": "m1", "embedding_dimension": 2})
+    await chunk_store.save_repository(r)
+    first = file_batch("r1", "a.py", ["def a():\n    return 1"], [[0.6, 0.8]])
+    await chunk_store.replace_files("r1", [first])
+    h = first.chunks[0].content_hash
+    assert await chunk_store.cached_embeddings("m1", [h]) == {h: pytest.approx([0.6, 0.8])}
+    assert await chunk_store.cached_embeddings("m2", [h]) == {}
+    # The file changes: the old chunk's vector stays cached (an edit undone costs nothing).
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", "a.py", ["def b():\n    return 2"], [[1.0, 0.0]])]
+    )
+    assert await chunk_store.cached_embeddings("m1", [h]) == {h: pytest.approx([0.6, 0.8])}
+
+
+async def test_one_embedding_model_per_store(chunk_store: ChunkStore) -> None:
+    with_model = repo().model_copy(update={"embedding_model": "m1", "embedding_dimension": 2})
+    await chunk_store.save_repository(with_model)
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", "a.py", ["def a():\n    return 1"], [[0.6, 0.8]])]
+    )
+    other = repo("r2", "/repos/r2", "r2").model_copy(
+        update={"embedding_model": "m2", "embedding_dimension": 2}
+    )
+    with pytest.raises(ModelMismatch) as err:
+        await chunk_store.save_repository(other)
+    assert "force_reindex" in str(err.value)
+    # The only holder may switch: its old vectors are dropped, not mixed.
+    await chunk_store.save_repository(with_model.model_copy(update={"embedding_model": "m2"}))
+    hits, total = await chunk_store.vector_search([0.6, 0.8], NO_FILTER, 5)
+    assert hits == [] and total == 0
+
+
+async def test_indexing_lock_without_wait_refuses_a_held_repository(
+    chunk_store: ChunkStore,
+) -> None:
+    async with chunk_store.indexing_lock("r1", wait=False):
+        with pytest.raises(RepositoryBusy):
+            async with chunk_store.indexing_lock("r1", wait=False):
+                pass
+    async with chunk_store.indexing_lock("r1", wait=False):  # released
+        pass

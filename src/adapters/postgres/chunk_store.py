@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -130,6 +131,7 @@ class PgChunkStore:
         self._builds: set[asyncio.Task[None]] = set()
         self._dimension: int | None = None
         self._written = 0
+        self._since_analyze = 0
 
     @property
     def project_id(self) -> str:
@@ -447,6 +449,7 @@ class PgChunkStore:
                 await self._add_stats(
                     conn, s, rows.n_docs - n_old, rows.total_len - len_old, n_vec - vec_old
                 )
+        self._since_analyze += rows.n_docs
         if rows.dimension is not None:
             # A cheap local trigger; the exact tail size is checked by the build itself.
             self._written += rows.n_docs
@@ -563,8 +566,15 @@ class PgChunkStore:
                     "re-index with force_reindex using one embedding model"
                 )
             counted = _Filter(filters, 1)
+            stats = await conn.fetchrow(f"SELECT n_docs, n_vectors FROM {s}.corpus_stats")
+            all_vectors = stats["n_vectors"]
             if counted.empty:  # counting 100k rows of vectors costs more than the search
-                total: int = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
+                total: int = all_vectors
+            elif all_vectors == stats["n_docs"]:
+                # Every chunk has a vector: count the filter from its covering index alone.
+                total = await conn.fetchval(
+                    f"SELECT count(*) FROM {s}.chunks c WHERE {counted.sql}", *counted.params
+                )
             else:
                 total = await conn.fetchval(
                     f"SELECT count(*) FROM {s}.chunks c "
@@ -585,9 +595,11 @@ class PgChunkStore:
             segments = await conn.fetch(f"SELECT lo, hi FROM {s}.ann_segments ORDER BY lo")
             rows = []
             if segments and total > self._ann.exact_rows:
-                await conn.execute(
-                    f"SET LOCAL hnsw.ef_search = {max(self._ann.ef_search_min, int(limit))}"
-                )
+                # HNSW filters after the graph walk: widen the candidate list by how much
+                # the filters keep, so a filtered search still fills `limit`.
+                keep = total / max(all_vectors, 1)
+                ef = max(self._ann.ef_search_min, math.ceil(limit * 1.5 / keep))
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
                 rows = await self._ann_search(conn, s, query, flt, limit, segments)
             if len(rows) < min(limit, total):
                 rows = await conn.fetch(
@@ -763,6 +775,10 @@ class PgChunkStore:
                     await self._create_segment(conn, s, hi, tail["top"])
                 if final:
                     await self._merge_segments(conn, s)
+                    # Planner statistics after a large load (cheap: a sample).
+                    if self._since_analyze >= ann.tail_rows:
+                        self._since_analyze = 0
+                        await conn.execute(f"ANALYZE {s}.chunks, {s}.postings")
             finally:
                 with contextlib.suppress(*_CLOSE_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
