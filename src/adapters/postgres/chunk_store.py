@@ -15,8 +15,10 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from adapters.postgres._errors import DRIVER_ERRORS
 from adapters.postgres.ann import AnnConfig
 from adapters.postgres.database import PgDatabase, Workspace, lock_key
+from adapters.postgres.schema import quote_ident
 from codebase_core import lexical
 from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
 from codebase_core.models import (
@@ -242,7 +244,7 @@ class PgChunkStore:
     async def _set_dimension(self, conn: asyncpg.Connection, s: str, dimension: int) -> None:
         """Retype the vector column (only ever with no vectors of another size stored)."""
         for seg in await conn.fetch(f"SELECT index_name FROM {s}.ann_segments"):
-            await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(seg['index_name'])}")
+            await conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(seg['index_name'])}")
         await conn.execute(f"DELETE FROM {s}.ann_segments")
         await conn.execute(
             f"UPDATE {s}.chunks SET embedding = NULL WHERE vector_dims(embedding) <> $1",
@@ -728,7 +730,7 @@ class PgChunkStore:
             try:
                 yield
             finally:
-                with contextlib.suppress(*_CLOSE_ERRORS):
+                with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
 
     def _maybe_start_segment(self) -> None:
@@ -780,7 +782,7 @@ class PgChunkStore:
                         self._since_analyze = 0
                         await conn.execute(f"ANALYZE {s}.chunks, {s}.postings")
             finally:
-                with contextlib.suppress(*_CLOSE_ERRORS):
+                with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
                     await conn.execute("RESET ALL")
 
@@ -789,14 +791,14 @@ class PgChunkStore:
         ann = self._ann
         try:
             await conn.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_ident(name)} ON {s}.chunks "
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {quote_ident(name)} ON {s}.chunks "
                 f"USING hnsw (embedding vector_cosine_ops) "
                 f"WITH (m = {int(ann.m)}, ef_construction = {int(ann.ef_construction)}) "
                 f"WHERE seq > {int(lo)} AND seq <= {int(hi)}"
             )
         except BaseException:
-            with contextlib.suppress(*_CLOSE_ERRORS):
-                await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(name)}")
+            with contextlib.suppress(*DRIVER_ERRORS):
+                await conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(name)}")
             raise
         await conn.execute(
             f"INSERT INTO {s}.ann_segments (index_name, lo, hi, m, ef_construction) "
@@ -823,7 +825,7 @@ class PgChunkStore:
         known = {r[0] for r in await conn.fetch(f"SELECT index_name FROM {s}.ann_segments")}
         for r in rows:
             if r["relname"] not in known:
-                await conn.execute(f"DROP INDEX IF EXISTS {s}.{_ident(r['relname'])}")
+                await conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(r['relname'])}")
 
     async def _merge_segments(self, conn: asyncpg.Connection, s: str) -> None:
         while True:
@@ -841,18 +843,5 @@ class PgChunkStore:
                 )
             for old in (a, b):
                 await conn.execute(
-                    f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{_ident(old['index_name'])}"
+                    f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{quote_ident(old['index_name'])}"
                 )
-
-
-_CLOSE_ERRORS: tuple[type[BaseException], ...] = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    OSError,
-)
-
-
-def _ident(name: str) -> str:
-    if not name.replace("_", "").isalnum() or not name.isascii():
-        raise ValueError(f"unexpected index name {name!r}")
-    return f'"{name}"'
