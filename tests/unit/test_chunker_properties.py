@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
+from adapters.treesitter import chunker as chunker_module
+from adapters.treesitter._grammar import PREFIX_MARKS
 from codebase_core.models import ChunkDraft, split_lines
 
 COUNTER = TiktokenCounter()
@@ -327,3 +331,17 @@ def test_real_snippets_are_parsed_into_definitions(language: str) -> None:
     chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("file", text, language)
     check_contract(text, chunks, 512)
     assert any(c.kind in {"function", "method", "class"} for c in chunks)
+
+
+@pytest.mark.parametrize("language", sorted(PREFIX_MARKS))
+@PROPERTY_SETTINGS
+@given(data=st.data(), config=st.integers(0, len(CONFIGS) - 1))
+def test_text_without_prefix_marks_needs_no_comment_query(
+    language: str, data: st.DataObject, config: int
+) -> None:
+    text = data.draw(st.one_of(code_like(language), arbitrary_text()))
+    for mark in PREFIX_MARKS[language].decode():
+        text = text.replace(mark, "")
+    with patch.object(chunker_module, "PREFIX_MARKS", {}):
+        queried = CHUNKERS[config].chunk("file", text, language)
+    assert CHUNKERS[config].chunk("file", text, language) == queried

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codebase_core import lexical
@@ -49,6 +51,26 @@ def test_document_terms_include_the_path() -> None:
 def test_analyse_never_fails_and_yields_lowercase_terms(text: str) -> None:
     for term in lexical.analyse(text):
         assert term == term.lower() and len(term) > 1 and term.isalnum()
+
+
+def words_analysed_one_by_one(text: str) -> list[str]:
+    """The definition: words are the runs of ASCII letters and digits, analysed in order."""
+    return [term for word in re.findall(r"[A-Za-z0-9]+", text) for term in lexical.analyse(word)]
+
+
+@given(st.text())
+@example("")
+@example("getUser\ud800Name\udfff42 caf\u00e9Bar \u0663\u0664 \ufb01le x\u200by")
+def test_analyse_splits_words_on_everything_but_ascii_letters_and_digits(text: str) -> None:
+    assert lexical.analyse(text) == words_analysed_one_by_one(text)
+
+
+def test_analyse_is_the_same_after_its_word_memo_fills(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "_WORD_CACHE", {})
+    monkeypatch.setattr(lexical, "_WORD_CACHE_SIZE", 3)
+    text = "getUserName parse_json HTTPServer base64Encode getUserName classes " * 3
+    assert lexical.analyse(text) == words_analysed_one_by_one(text)
+    assert len(lexical._WORD_CACHE) <= 3
 
 
 @given(

@@ -148,6 +148,12 @@ PREFIX_TYPES = (
     "annotation",
 )
 
+# Per language, characters of which every node of a PREFIX_TYPES type holds at least one: a file
+# with none of them has no such node, and the query for them is skipped. Only languages whose
+# grammars make this plain are listed (Python: comments are ``#...``, decorators ``@...``; bash:
+# comments are ``#...``); others are always queried.
+PREFIX_MARKS: dict[str, bytes] = {"python": b"#@", "bash": b"#"}
+
 # Member lists that a container's items are read from (besides its ``body`` field).
 BODY_TYPES = _words(
     "class_body enum_class_body enum_body enum_body_declarations declaration_list "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 from codebase_core.ports import TokenCounter
 
@@ -62,41 +63,38 @@ class LineBudget:
         self.window_lines = window_lines
         self._counter = counter
         self._counts: dict[tuple[int, int], int] = {}
+        self._contents: dict[tuple[int, int], str] = {}
         self._chars: list[int] | None = None
-        n = len(lines)
-        blank = [not line.strip() for line in lines]
-        self.blank = blank
-        # _next[i]: first non-blank row >= i (n if none); _prev[i]: last non-blank row <= i.
-        self._next = [n] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            self._next[i] = self._next[i + 1] if blank[i] else i
-        self._prev = [-1] * n
-        last = -1
-        for i in range(n):
-            if not blank[i]:
-                last = i
-            self._prev[i] = last
+        # Rows holding more than whitespace, ascending: blank-row questions are bisections.
+        self._nonblank = list(compress(range(len(lines)), map(str.strip, lines)))
 
     def next_nonblank(self, row: int) -> int:
         """First non-blank row at or after ``row`` (``len(lines)`` if none)."""
-        return self._next[min(max(row, 0), len(self.lines))]
+        nonblank = self._nonblank
+        i = bisect_left(nonblank, row)
+        return nonblank[i] if i < len(nonblank) else len(self.lines)
 
     def prev_nonblank(self, row: int) -> int:
         """Last non-blank row at or before ``row`` (-1 if none)."""
-        return self._prev[row] if row >= 0 else -1
+        i = bisect_right(self._nonblank, row)
+        return self._nonblank[i - 1] if i else -1
 
     def trim(self, start: int, end: int) -> tuple[int, int] | None:
         """The range without leading and trailing blank rows, or None if it is all blank."""
-        end = min(end, len(self.lines) - 1)
-        if start > end:
+        nonblank = self._nonblank
+        i = bisect_left(nonblank, start)
+        j = bisect_right(nonblank, end)
+        if i >= j:
             return None
-        first = self.next_nonblank(start)
-        if first > end:
-            return None
-        return first, self.prev_nonblank(end)
+        return nonblank[i], nonblank[j - 1]
 
     def content(self, start: int, end: int) -> str:
-        return "\n".join(self.lines[start : end + 1])
+        """Rows ``start..end`` joined by newlines (memoised: counted ranges become chunks)."""
+        key = (start, end)
+        text = self._contents.get(key)
+        if text is None:
+            text = self._contents[key] = "\n".join(self.lines[start : end + 1])
+        return text
 
     def tokens(self, start: int, end: int) -> int:
         """Real token count of rows ``start..end`` joined by newlines (memoised)."""
@@ -122,11 +120,9 @@ class LineBudget:
 
     def is_trivial(self, start: int, end: int) -> bool:
         """Whether the rows hold only closers such as ``}``, ``});``, ``end`` or ``#endif``."""
+        # A blank row matches too (every part of the pattern is optional).
         return all(
-            blank or _TRIVIAL.fullmatch(line.strip()) is not None
-            for line, blank in zip(
-                self.lines[start : end + 1], self.blank[start : end + 1], strict=True
-            )
+            _TRIVIAL.fullmatch(line.strip()) is not None for line in self.lines[start : end + 1]
         )
 
     def pack(

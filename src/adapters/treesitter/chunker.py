@@ -46,6 +46,7 @@ from adapters.treesitter._grammar import (
     BODY_TYPES,
     CLASS,
     GRAMMARS,
+    PREFIX_MARKS,
     PREFIX_TYPES,
     TRANSPARENT,
     Grammar,
@@ -100,9 +101,9 @@ class TreeSitterChunker:
 
     def chunk(self, path: str, text: str, language: str | None) -> list[ChunkDraft]:
         """Chunks of one file (see the module docstring for kinds and rules)."""
-        lines = split_lines(text)
-        if all(not line.strip() for line in lines):
+        if not text or text.isspace():
             return []
+        lines = split_lines(text)
         budget = LineBudget(
             lines,
             self._counter,
@@ -113,12 +114,14 @@ class TreeSitterChunker:
         )
         pieces = None
         if language is not None and language in GRAMMARS:
-            pieces = self._ast_pieces(language, budget)
+            # The text as its lines rejoined with "\n", which makes tree rows exactly these lines.
+            source = "\n".join(lines) if "\r" in text else text.removesuffix("\n")
+            pieces = self._ast_pieces(language, source, budget)
         if pieces is None:
             pieces = _text_pieces(budget, language)
         return _drafts(budget, pieces)
 
-    def _ast_pieces(self, language: str, budget: LineBudget) -> list[Piece] | None:
+    def _ast_pieces(self, language: str, source: str, budget: LineBudget) -> list[Piece] | None:
         loaded = self._load(language)
         if loaded is None:
             return None
@@ -130,10 +133,13 @@ class TreeSitterChunker:
         parser = parsers.get(language)
         if parser is None:
             parser = parsers[language] = Parser(lang)
-        # Parsing the lines rejoined with "\n" makes tree rows exactly these lines.
-        source = "\n".join(budget.lines).encode("utf-8", "replace")
-        root = parser.parse(source).root_node
-        prefix_rows = _prefix_rows(prefix_query, root, budget.lines)
+        encoded = source.encode("utf-8", "replace")
+        root = parser.parse(encoded).root_node
+        marks = PREFIX_MARKS.get(language)
+        if marks is not None and not any(mark in encoded for mark in marks):
+            prefix_rows: frozenset[int] = frozenset()
+        else:
+            prefix_rows = _prefix_rows(prefix_query, root, budget.lines)
         return _AstLayout(budget, GRAMMARS[language], prefix_rows).run(root)
 
     def _load(self, language: str) -> tuple[Language, Query | None] | None:
@@ -378,7 +384,7 @@ def _markdown_sections(lines: list[str]) -> list[tuple[int, int, str | None]]:
 
 def _drafts(budget: LineBudget, pieces: list[Piece]) -> list[ChunkDraft]:
     """Chunk drafts from pieces: trimmed, re-checked against the budget, sorted, deduplicated."""
-    spans: dict[tuple[int, int], Piece] = {}
+    spans: dict[tuple[int, int], tuple[str, str | None]] = {}
     for piece in pieces:
         span = budget.trim(piece.start, piece.end)
         if span is None:
@@ -389,16 +395,15 @@ def _drafts(budget: LineBudget, pieces: list[Piece]) -> list[ChunkDraft]:
         else:
             parts = [span]
         for i, part in enumerate(parts):
-            kind = piece.kind if i == 0 else "block"
-            spans.setdefault(part, Piece(part[0], part[1], kind, piece.symbol))
+            spans.setdefault(part, (piece.kind if i == 0 else "block", piece.symbol))
     return [
         ChunkDraft(
             start_line=s + 1,
             end_line=e + 1,
             content=budget.content(s, e),
-            symbol=piece.symbol,
-            kind=piece.kind,
+            symbol=symbol,
+            kind=kind,
             token_count=budget.tokens(s, e),
         )
-        for (s, e), piece in sorted(spans.items())
+        for (s, e), (kind, symbol) in sorted(spans.items())
     ]
