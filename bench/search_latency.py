@@ -96,18 +96,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tmp = Path(args.keep) if args.keep else Path(scratch)
         if args.source:
             root = tmp / "source"
-            if not root.exists():  # a copy without installed packages and bytecode
-                shutil.copytree(
-                    args.source,
-                    root,
-                    ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"),
-                )
+            if not root.exists():  # copies without nested installed packages and bytecode
+                for name, src in args.source:
+                    shutil.copytree(
+                        src,
+                        root / name,
+                        ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"),
+                    )
         else:
             root = tmp / "repo"
             if not root.exists():
                 generate(root, args.files)
         settings = Settings(embedder="hash", data_dir=tmp / "data", database_url=None)
-        out: dict[str, Any] = {"source": str(args.source or f"generated {args.files} files")}
+        source = ", ".join(src for _, src in args.source or [])
+        out: dict[str, Any] = {"source": source or f"generated {args.files} files"}
         async with open_codebase(settings) as cb:
             t = time.perf_counter()
             result = await cb.index(root)
@@ -158,7 +160,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--files", type=int, default=16_000)
     p.add_argument(
-        "--source", default=None, help="index this directory instead ('stdlib': Python's own)"
+        "--source",
+        action="append",
+        help="index this directory instead, repeatable ('stdlib': Python's own library, "
+        "'site': the installed packages of this interpreter)",
     )
     p.add_argument(
         "--directory", action="append", help="directory filter, repeatable (default: busiest)"
@@ -168,10 +173,12 @@ def main() -> None:
     p.add_argument("--keep", default=None, help="keep repository and index in this folder")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    if args.source == "stdlib":
-        args.source = sysconfig.get_paths()["stdlib"]
+    named = {"stdlib": sysconfig.get_paths()["stdlib"], "site": sysconfig.get_paths()["purelib"]}
     if args.source:
-        args.source = str(Path(args.source).resolve())
+        args.source = [(name, str(Path(named.get(name, name)).resolve())) for name in args.source]
+        args.source = [
+            (Path(src).name if name not in named else name, src) for name, src in args.source
+        ]
     emit(asyncio.run(run(args)), args.out)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +53,8 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(default=512, ge=32)
     chunk_min_tokens: int = Field(default=48, ge=0)
     index_batch_files: int = Field(default=64, ge=1)
+    # Processes chunking a large change set (1: a thread of this process).
+    index_workers: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 8), ge=1, le=64)
 
     fusion_method: FusionMethod = "rrf"
     fusion_semantic_weight: float = Field(default=1.0, ge=0.0)

@@ -18,7 +18,7 @@ from adapters.hashing import HashingEmbedder
 from adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
 from adapters.postgres._errors import translate
-from adapters.postgres.schema import SCHEMA_VERSION
+from adapters.postgres.schema import GLOBAL_SQL, MIGRATIONS, SCHEMA_VERSION
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core import lexical
@@ -88,6 +88,60 @@ async def test_migrations_are_versioned_and_idempotent(db: PgDatabase, project: 
         )
     assert [r["version"] for r in versions] == list(range(1, SCHEMA_VERSION + 1))
     assert recorded == SCHEMA_VERSION
+
+
+async def test_upgrade_from_version_1_backfills_repository_counts(
+    pg_url: str, tmp_path: Path, project: str
+) -> None:
+    # A workspace created by version 1 (no count columns) and holding an index: opening it
+    # with the current code applies the later migrations, and the counts match the rows.
+    ws_name = schema_name(project)
+    quoted = f'"{ws_name}"'
+    old = PgDatabase(pg_url, data_dir=tmp_path)
+    try:
+        async with old.connection() as conn:
+            await conn.execute(GLOBAL_SQL)
+            await conn.execute(f"CREATE SCHEMA {quoted}")
+            await conn.execute(MIGRATIONS[0][1].format(s=quoted))
+            await conn.execute(f"INSERT INTO {quoted}.schema_migrations (version) VALUES (1)")
+            await conn.execute(
+                "INSERT INTO codebase_mcp.projects (id, schema_name, schema_version) "
+                "VALUES ($1, $2, 1)",
+                project,
+                ws_name,
+            )
+    finally:
+        await old.close()
+    # Data written as version 1 would have: rows only, no counts.
+    db = PgDatabase(pg_url, data_dir=tmp_path)
+    try:
+        async with db.connection() as conn:
+            await conn.execute(
+                f"INSERT INTO {quoted}.repositories (id, name, path) VALUES ('r1', 'one', '/one')"
+            )
+            await conn.execute(
+                f"INSERT INTO {quoted}.files (repo_id, path, content_hash, size, body) "
+                "SELECT 'r1', 'f' || i, 'h', 1, 'x' FROM generate_series(1, 3) i"
+            )
+            await conn.execute(
+                f"INSERT INTO {quoted}.chunks (id, repo_id, file_path, file_ext, kind, "
+                "start_line, end_line, content, content_hash, token_count, doc_len, terms) "
+                "SELECT 'c' || i, 'r1', 'f1', 'py', 'module', i, i, 'x', 'h', 1, 1, '{}' "
+                "FROM generate_series(1, 5) i"
+            )
+        with pytest.raises(StoreUnavailable, match="chunk_count"):
+            async with db.connection() as conn:
+                await conn.fetchval(f"SELECT chunk_count FROM {quoted}.repositories")
+        store = PgChunkStore(db, project)
+        [r] = await store.list_repositories()  # migrates the workspace first
+        assert (r.file_count, r.chunk_count) == (3, 5)
+        async with db.connection() as conn:
+            version = await conn.fetchval(
+                "SELECT schema_version FROM codebase_mcp.projects WHERE id = $1", project
+            )
+        assert version == SCHEMA_VERSION
+    finally:
+        await db.close()
 
 
 async def test_concurrent_startup_in_one_process(pg_url: str, tmp_path: Path) -> None:

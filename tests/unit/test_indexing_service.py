@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,7 @@ from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core.errors import Cancelled, EmbedderUnavailable, ModelMismatch, ValidationFailed
 from codebase_core.models import IndexStatus
-from codebase_core.services import CancellationToken, IndexingService
+from codebase_core.services import CancellationToken, IndexingService, indexing
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()
@@ -276,3 +277,52 @@ async def test_embedder_failure_mid_run_keeps_whole_files_and_resumes() -> None:
     assert sorted(await store.file_hashes(repo.id)) == ["m0.py", "m1.py"]
     resumed = await _service(tree, store, CountingEmbedder(64)).index(ROOT)
     assert resumed.files_indexed == 4 and resumed.status is IndexStatus.SUCCESS
+
+
+def test_chunker_and_token_counter_survive_pickling() -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(CHUNKER))
+    text = FILES["app/auth.py"]
+    assert copy.chunk("app/auth.py", text, "python") == CHUNKER.chunk("app/auth.py", text, "python")
+    assert pickle.loads(pickle.dumps(TOKENS)).count(text) == TOKENS.count(text)
+
+
+async def test_worker_processes_chunk_exactly_as_one_thread_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 40 files in batches of 2 over 2 spawned worker processes (pool_min_files=0 forces the
+    # pool); the index must equal the one built in-process, chunk for chunk and vector for vector.
+    files = {
+        f"pkg/m{i}.py": f"def f{i}(x):\n    return x * {i}\n\n\nclass C{i}:\n    def m(self):\n"
+        f"        return {i}\n"
+        for i in range(40)
+    }
+    indexes = []
+    for workers in (1, 2):
+        tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
+        store = InMemoryChunkStore()
+        service = IndexingService(
+            store,
+            tree,
+            CHUNKER,
+            TOKENS,
+            HashingEmbedder(64),
+            batch_files=2,
+            workers=workers,
+            pool_min_files=0,
+        )
+        if workers == 2:  # spawned workers import the real one: no chunking in this process
+            monkeypatch.setattr(indexing, "chunk_files", _fail)
+        result = await service.index(ROOT)
+        assert result.status is IndexStatus.SUCCESS and result.files_indexed == 40
+        chunks = await store.chunks(result.repository_id)
+        vectors = await store.cached_embeddings("hash-64", [c.content_hash for c in chunks])
+        indexes.append(
+            (sorted(c.model_dump_json() for c in chunks), {h: list(v) for h, v in vectors.items()})
+        )
+    assert indexes[0] == indexes[1] and len(indexes[0][0]) >= 80
+
+
+def _fail(*args: object) -> NoReturn:
+    raise AssertionError("chunked in the main process")

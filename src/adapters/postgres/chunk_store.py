@@ -156,10 +156,7 @@ class PgChunkStore:
     ) -> list[Repository]:
         rows = await conn.fetch(
             f"""
-            SELECT r.*,
-                   (SELECT count(*) FROM {s}.files f WHERE f.repo_id = r.id) AS file_count,
-                   (SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id) AS chunk_count
-            FROM {s}.repositories r WHERE {where} ORDER BY r.name, r.id
+            SELECT r.* FROM {s}.repositories r WHERE {where} ORDER BY r.name, r.id
             """,
             *args,
         )
@@ -419,19 +416,17 @@ class PgChunkStore:
             rows = await asyncio.to_thread(self._rows, repository_id, files, seqs)
             paths = [f.file.path for f in files]
             async with conn.transaction():
+                # Writers of one repository queue here (its counts are updated below).
                 exists = await conn.fetchval(
-                    f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR SHARE", repository_id
+                    f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR NO KEY UPDATE",
+                    repository_id,
                 )
                 if not exists:
                     raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
                 if rows.dimension is not None:
                     await self._check_dimension(conn, s, rows.dimension)
                 n_old, len_old, vec_old = await self._delete_chunks(conn, s, repository_id, paths)
-                await conn.execute(
-                    f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
-                    repository_id,
-                    paths,
-                )
+                files_old = await self._delete_files(conn, s, repository_id, paths)
                 await conn.copy_records_to_table(
                     "files",
                     schema_name=s.strip('"'),
@@ -446,6 +441,9 @@ class PgChunkStore:
                     schema_name=s.strip('"'),
                     columns=["term", "chunk", "tf", "doc_len"],
                     records=rows.postings,
+                )
+                await self._add_counts(
+                    conn, s, repository_id, len(rows.files) - files_old, rows.n_docs - n_old
                 )
                 n_vec = rows.n_docs if rows.dimension is not None else 0
                 await self._add_stats(
@@ -477,14 +475,38 @@ class PgChunkStore:
 
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
         async with self._conn() as (conn, s), conn.transaction():
-            n, length, nvec = await self._delete_chunks(conn, s, repository_id, paths)
-            await self._add_stats(conn, s, -n, -length, -nvec)
-            result: str = await conn.execute(
-                f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
-                repository_id,
-                list(paths),
+            await conn.execute(
+                f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR NO KEY UPDATE", repository_id
             )
+            n, length, nvec = await self._delete_chunks(conn, s, repository_id, paths)
+            deleted = await self._delete_files(conn, s, repository_id, paths)
+            await self._add_counts(conn, s, repository_id, -deleted, -n)
+            await self._add_stats(conn, s, -n, -length, -nvec)
+        return deleted
+
+    @staticmethod
+    async def _delete_files(
+        conn: asyncpg.Connection, s: str, repo_id: str, paths: Sequence[str]
+    ) -> int:
+        result: str = await conn.execute(
+            f"DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+            repo_id,
+            list(paths),
+        )
         return int(result.rsplit(" ", 1)[-1])
+
+    @staticmethod
+    async def _add_counts(
+        conn: asyncpg.Connection, s: str, repo_id: str, files: int, chunks: int
+    ) -> None:
+        if files or chunks:
+            await conn.execute(
+                f"UPDATE {s}.repositories SET file_count = file_count + $2, "
+                "chunk_count = chunk_count + $3 WHERE id = $1",
+                repo_id,
+                files,
+                chunks,
+            )
 
     async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
         async with self._conn() as (conn, s):
@@ -515,7 +537,11 @@ class PgChunkStore:
     ) -> dict[str, list[float]]:
         if not content_hashes:
             return {}
-        async with self._conn() as (conn, s):
+        async with self._conn() as (conn, s), conn.transaction(readonly=True):
+            # Probes by index, always: during a first load the planner's row estimates lag
+            # behind the growing table, and a sequential scan of every stored vector per batch
+            # made a 62,000-chunk index spend most of its time here.
+            await conn.execute("SET LOCAL enable_seqscan = off")
             rows = await conn.fetch(
                 f"""
                 SELECT content_hash, embedding FROM {s}.embedding_cache
@@ -525,11 +551,11 @@ class PgChunkStore:
                 FROM unnest($2::text[]) AS h(hash)
                 CROSS JOIN LATERAL (
                     SELECT c.embedding FROM {s}.chunks c
-                    JOIN {s}.repositories r ON r.id = c.repo_id
                     WHERE c.content_hash = h.hash AND c.embedding IS NOT NULL
-                      AND r.embedding_model = $1
                     LIMIT 1
                 ) v
+                -- Every stored vector is of the project's one model (see _check_model).
+                WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'model' AND value = $1)
                 """,
                 model,
                 list(content_hashes),
@@ -768,9 +794,7 @@ class PgChunkStore:
                         "WHERE seq > $1 AND embedding IS NOT NULL",
                         hi,
                     )
-                    total = await conn.fetchval(
-                        f"SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL"
-                    )
+                    total = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
                     threshold = ann.tail_rows if final else ann.segment_rows
                     if total < ann.min_rows or tail["n"] < threshold:
                         break

@@ -148,6 +148,19 @@ CREATE INDEX tasks_newest ON {s}.tasks (created_at DESC, id DESC);
 CREATE INDEX tasks_branches ON {s}.tasks USING gin (branches);
 """,
     ),
+    (
+        2,
+        # Counts kept by every write, so listing repositories (each semantic search checks
+        # their models) does not count 100,000 chunks.
+        """
+ALTER TABLE {s}.repositories
+    ADD COLUMN file_count bigint NOT NULL DEFAULT 0,
+    ADD COLUMN chunk_count bigint NOT NULL DEFAULT 0;
+UPDATE {s}.repositories r SET
+    file_count = (SELECT count(*) FROM {s}.files f WHERE f.repo_id = r.id),
+    chunk_count = (SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id);
+""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -99,6 +99,11 @@ class TreeSitterChunker:
         self._local = threading.local()
         self._grammars: dict[str, tuple[Language, Query | None] | None] = {}
 
+    # Pickled as its settings (for indexing worker processes); parsers are rebuilt lazily.
+    def __reduce__(self) -> tuple[type[TreeSitterChunker], tuple[TokenCounter, int, int, int, int]]:
+        settings = (self._max_tokens, self._min_tokens, self._overlap_lines, self._window_lines)
+        return (TreeSitterChunker, (self._counter, *settings))
+
     def chunk(self, path: str, text: str, language: str | None) -> list[ChunkDraft]:
         """Chunks of one file (see the module docstring for kinds and rules)."""
         if not text or text.isspace():

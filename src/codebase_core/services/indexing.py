@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import inspect
+import multiprocessing
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -67,7 +71,12 @@ class PreparedFile:
 
 
 class IndexingService:
-    """Scans a repository, diffs by content hash, chunks, embeds and writes what changed."""
+    """Scans a repository, diffs by content hash, chunks, embeds and writes what changed.
+
+    Chunking is CPU-bound Python (tree-sitter and tiktoken hold the GIL): with ``workers`` > 1
+    and at least ``pool_min_files`` changed files, batches are chunked in that many worker
+    processes (the chunker and token counter must then be picklable), else in one thread.
+    """
 
     def __init__(
         self,
@@ -77,13 +86,19 @@ class IndexingService:
         tokens: TokenCounter,
         embedder: Embedder | None,
         batch_files: int = 64,
+        workers: int = 1,
+        pool_min_files: int = 1000,
     ) -> None:
+        if batch_files < 1 or workers < 1 or pool_min_files < 0:
+            raise ValueError("batch_files and workers must be >= 1, pool_min_files >= 0")
         self._store = store
         self._source = source
         self._chunker = chunker
         self._tokens = tokens
         self._embedder = embedder
         self._batch_files = batch_files
+        self._workers = workers
+        self._pool_min_files = pool_min_files
 
     async def index(
         self,
@@ -180,18 +195,25 @@ class IndexingService:
         total = len(changed)
         await _report(progress, "chunking", 0, total)
         batches = [changed[i : i + self._batch_files] for i in range(0, total, self._batch_files)]
-        # Pipeline: while batch N is embedded and written, batch N + 1 is read and chunked in a
-        # worker thread, so the embedder and the store are not idle during chunking.
-        ahead = asyncio.create_task(self._prepare(root, repo_id, batches[0])) if batches else None
+        pool = (
+            _chunking_pool(self._workers, self._chunker, self._tokens)
+            if self._workers > 1 and total >= max(self._pool_min_files, 2 * self._batch_files)
+            else None
+        )
+        # Pipeline: while batch N is embedded and written, the next ones are read and chunked
+        # (in worker processes, or one worker thread), so the embedder and the store are not
+        # idle during chunking.
+        ahead: collections.deque[asyncio.Task[tuple[list[PreparedFile], list[FileError]]]]
+        ahead = collections.deque()
+        depth = self._workers + 1 if pool is not None else 1
         try:
             done = 0
             for i, batch in enumerate(batches):
                 token.raise_if_cancelled()
-                assert ahead is not None
-                prepared, batch_errors = await ahead
-                ahead = None
-                if i + 1 < len(batches):
-                    ahead = asyncio.create_task(self._prepare(root, repo_id, batches[i + 1]))
+                while len(ahead) < depth and i + len(ahead) < len(batches):
+                    nxt = batches[i + len(ahead)]
+                    ahead.append(asyncio.create_task(self._prepare(root, repo_id, nxt, pool)))
+                prepared, batch_errors = await ahead.popleft()
                 errors.extend(batch_errors)
                 n_embedded, n_cached = await self._embed(prepared)
                 embedded += n_embedded
@@ -203,10 +225,14 @@ class IndexingService:
                 done += len(batch)
                 await _report(progress, "writing", done, total)
         finally:
-            if ahead is not None:
-                ahead.cancel()
+            for task in ahead:
+                task.cancel()
+            for task in ahead:
                 with contextlib.suppress(asyncio.CancelledError, CoreError):
-                    await ahead
+                    await task
+            if pool is not None:
+                # Queued batches are dropped; one a worker has started finishes first.
+                await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
 
         # A file that changed but could no longer be read keeps no stale chunks.
         unreadable = [e.path for e in errors if e.path in stored and e.path in scanned]
@@ -254,7 +280,7 @@ class IndexingService:
         )
 
     async def _prepare(
-        self, root: str, repo_id: str, batch: Sequence[ScanEntry]
+        self, root: str, repo_id: str, batch: Sequence[ScanEntry], pool: Executor | None
     ) -> tuple[list[PreparedFile], list[FileError]]:
         texts: list[tuple[ScanEntry, str]] = []
         errors: list[FileError] = []
@@ -264,44 +290,14 @@ class IndexingService:
             except FileUnreadable as e:
                 errors.append(FileError(path=entry.path, error=e.message))
         # Chunking and token counting are CPU work: keep them off the event loop.
-        prepared = await asyncio.to_thread(self._chunk_all, repo_id, texts)
+        if pool is not None:
+            try:
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(pool, _chunk_in_worker, repo_id, texts), errors
+            except BrokenProcessPool:
+                pass  # a worker died (killed, out of memory): chunk here instead
+        prepared = await asyncio.to_thread(chunk_files, self._chunker, self._tokens, repo_id, texts)
         return prepared, errors
-
-    def _chunk_all(
-        self, repo_id: str, texts: Sequence[tuple[ScanEntry, str]]
-    ) -> list[PreparedFile]:
-        out: list[PreparedFile] = []
-        for entry, text in texts:
-            chunks = []
-            for d in self._chunker.chunk(entry.path, text, entry.language):
-                h = sha256_hex(d.content)
-                chunks.append(
-                    Chunk(
-                        id=chunk_id_for(repo_id, entry.path, d.start_line, d.end_line, h),
-                        repository_id=repo_id,
-                        file_path=entry.path,
-                        language=entry.language,
-                        symbol=d.symbol,
-                        kind=d.kind,
-                        start_line=d.start_line,
-                        end_line=d.end_line,
-                        content=d.content,
-                        content_hash=h,
-                        token_count=(
-                            d.token_count
-                            if d.token_count is not None
-                            else self._tokens.count(d.content)
-                        ),
-                    )
-                )
-            source = SourceFile(
-                path=entry.path,
-                language=entry.language,
-                content_hash=entry.content_hash,
-                size=entry.size,
-            )
-            out.append(PreparedFile(file=source, text=text, chunks=chunks, vectors=None))
-        return out
 
     async def _embed(self, prepared: list[PreparedFile]) -> tuple[int, int]:
         """Attach vectors, embedding only chunk texts the cache lacks; returns (new, cached)."""
@@ -324,6 +320,67 @@ class IndexingService:
         for i, p in enumerate(prepared):
             prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])
         return len(missing), len(texts_by_hash) - len(missing)
+
+
+def chunk_files(
+    chunker: Chunker, tokens: TokenCounter, repo_id: str, texts: Sequence[tuple[ScanEntry, str]]
+) -> list[PreparedFile]:
+    """Chunks of each (entry, text), with ids, hashes and token counts (no vectors yet)."""
+    out: list[PreparedFile] = []
+    for entry, text in texts:
+        chunks = []
+        for d in chunker.chunk(entry.path, text, entry.language):
+            h = sha256_hex(d.content)
+            chunks.append(
+                Chunk(
+                    id=chunk_id_for(repo_id, entry.path, d.start_line, d.end_line, h),
+                    repository_id=repo_id,
+                    file_path=entry.path,
+                    language=entry.language,
+                    symbol=d.symbol,
+                    kind=d.kind,
+                    start_line=d.start_line,
+                    end_line=d.end_line,
+                    content=d.content,
+                    content_hash=h,
+                    token_count=(
+                        d.token_count if d.token_count is not None else tokens.count(d.content)
+                    ),
+                )
+            )
+        source = SourceFile(
+            path=entry.path,
+            language=entry.language,
+            content_hash=entry.content_hash,
+            size=entry.size,
+        )
+        out.append(PreparedFile(file=source, text=text, chunks=chunks, vectors=None))
+    return out
+
+
+# The chunker and token counter of a worker process, set once by the pool's initializer.
+_worker_parts: tuple[Chunker, TokenCounter] | None = None
+
+
+def _init_worker(chunker: Chunker, tokens: TokenCounter) -> None:
+    global _worker_parts
+    _worker_parts = (chunker, tokens)
+
+
+def _chunk_in_worker(repo_id: str, texts: Sequence[tuple[ScanEntry, str]]) -> list[PreparedFile]:
+    assert _worker_parts is not None, "worker process started without _init_worker"
+    return chunk_files(*_worker_parts, repo_id, texts)
+
+
+def _chunking_pool(workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessPoolExecutor:
+    # spawn: a forked copy of a process running an event loop, threads and database
+    # connections is not safe; spawned workers import only what chunking needs.
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(chunker, tokens),
+    )
 
 
 async def _report(
