@@ -312,6 +312,24 @@ async def test_lexical_ties_break_by_path_then_line(chunk_store: ChunkStore) -> 
     ]
 
 
+async def test_lexical_ties_at_the_cut_keep_the_smallest_paths(chunk_store: ChunkStore) -> None:
+    # 80 chunks with one score (more than a top-N with room for a few ties holds), written in
+    # reverse path order, and one better chunk: the cut keeps the best, then the smallest paths.
+    await chunk_store.save_repository(repo())
+    files = [file_batch("r1", f"f{i:02d}.txt", ["token"]) for i in reversed(range(80))]
+    files.append(file_batch("r1", "zz.txt", ["token token"]))
+    await chunk_store.replace_files("r1", files)
+    hits, total = await chunk_store.lexical_search(["token"], NO_FILTER, 5)
+    assert [h.chunk.file_path for h in hits] == [
+        "zz.txt",
+        "f00.txt",
+        "f01.txt",
+        "f02.txt",
+        "f03.txt",
+    ]
+    assert total == 81 and hits[1].score == hits[4].score > 0
+
+
 async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
     await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
     assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}

@@ -4,6 +4,7 @@ ANN segments and filtered completeness, transactional replacement, locks, error 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -338,6 +339,16 @@ async def test_segments_are_built_merged_and_searched_completely(
         # Exact: the same scores in the same order (float32 vs pgvector rounding aside).
         assert [h.score for h in hits] == pytest.approx([h.score for h in ref], abs=1e-5)
         assert all(h.chunk.file_path.startswith("pkg3/") for h in hits)
+    # The same with HNSW walking every segment that has matches (no per-segment exact scans):
+    # the candidate list widened by each segment's share of matches still fills the limit.
+    walk = PgChunkStore(
+        db, project, ann=dataclasses.replace(SMALL_ANN, exact_segment_rows=0, ef_search_max=1000)
+    )
+    for flt in (SearchFilters(directory="pkg3"), SearchFilters(file_type="py")):
+        hits, total = await walk.vector_search(query, flt, 50)
+        ref, ref_total = await reference.vector_search(query, flt, 50)
+        assert total == ref_total and len(hits) == min(50, ref_total)
+        assert hits[0].chunk.id == ref[0].chunk.id
 
 
 def _core_sources() -> dict[str, str]:

@@ -17,14 +17,19 @@ class AnnConfig:
     small segments are merged while there are more than ``max_segments``. A project with fewer
     than ``min_rows`` vectors has no ANN index at all: exact search is faster there.
 
-    A search whose filters leave at most ``exact_rows`` candidates scans them exactly; any ANN
-    search that returns fewer than ``limit`` hits while more match is redone exactly, so
-    filters never cost completeness.
+    A search whose filters leave at most ``exact_rows`` candidates scans them exactly. Otherwise
+    each segment is planned from its own count of matches: none, skipped; at most
+    ``exact_segment_rows``, or too few for an HNSW candidate list of ``ef_search_max`` to hold
+    ``limit`` of them after filtering, scanned exactly; else walked by HNSW with
+    ``hnsw.ef_search`` widened to the least selective need. Any ANN search that returns fewer
+    than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
     """
 
     m: int = 16
     ef_construction: int = 40
     ef_search_min: int = 40
+    ef_search_max: int = 400
+    exact_segment_rows: int = 2_000
     min_rows: int = 10_000
     segment_rows: int = 16_384
     tail_rows: int = 2_000

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import io
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -82,10 +83,54 @@ def _chunk(row: asyncpg.Record) -> Chunk:
 class _Rows:
     files: list[tuple[Any, ...]]
     chunks: list[tuple[Any, ...]]
-    postings: list[tuple[int, int, int, int]]
+    postings: bytes  # binary COPY data (see _binary_postings)
     n_docs: int
     total_len: int
     dimension: int | None
+
+
+# Extra rows a lexical top-N fetches past its limit, to see whether ties cross the limit.
+_TIE_ROOM = 32
+
+# One postings row in PostgreSQL's binary COPY format: a field count, then each field's byte
+# length and big-endian value (term int8, chunk int8, tf int4, doc_len int4).
+_POSTING = np.dtype(
+    [
+        ("fields", ">i2"),
+        ("term_len", ">i4"),
+        ("term", ">i8"),
+        ("chunk_len", ">i4"),
+        ("chunk", ">i8"),
+        ("tf_len", ">i4"),
+        ("tf", ">i4"),
+        ("doc_len_len", ">i4"),
+        ("doc_len", ">i4"),
+    ]
+)
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, no extension
+_COPY_TRAILER = b"\xff\xff"
+
+
+def _binary_postings(
+    terms: np.ndarray[Any, Any],
+    chunks: np.ndarray[Any, Any],
+    tfs: np.ndarray[Any, Any],
+    doc_lens: np.ndarray[Any, Any],
+) -> bytes:
+    """Binary COPY data of postings rows, in (term, chunk) order: the postings index is then
+    filled page by page instead of at random, and no Python tuple is built per posting."""
+    order = np.lexsort((chunks, terms))
+    rows = np.empty(len(terms), dtype=_POSTING)
+    rows["fields"] = 4
+    rows["term_len"] = 8
+    rows["term"] = terms[order]
+    rows["chunk_len"] = 8
+    rows["chunk"] = chunks[order]
+    rows["tf_len"] = 4
+    rows["tf"] = tfs[order]
+    rows["doc_len_len"] = 4
+    rows["doc_len"] = doc_lens[order]
+    return _COPY_HEADER + rows.tobytes() + _COPY_TRAILER
 
 
 class _Filter:
@@ -348,11 +393,14 @@ class PgChunkStore:
         )
 
     def _rows(self, repo_id: str, files: Sequence[IndexedFile], seqs: list[int]) -> _Rows:
-        """COPY records for files, chunks and postings (CPU work, run in a thread)."""
+        """COPY records for files and chunks, and the binary COPY data of their postings
+        (CPU work, run in a thread)."""
         file_rows: list[tuple[Any, ...]] = []
         chunk_rows: list[tuple[Any, ...]] = []
-        postings: list[tuple[int, int, int, int]] = []
-        total_len = 0
+        keys_all: list[int] = []
+        tfs_all: list[int] = []
+        per_chunk: list[int] = []
+        doc_lens: list[int] = []
         dimension: int | None = None
         it = iter(seqs)
         for f in files:
@@ -363,12 +411,13 @@ class PgChunkStore:
             for i, c in enumerate(f.chunks):
                 seq = next(it)
                 terms = lexical.document_terms(c.content, c.file_path, c.symbol)
-                doc_len = sum(terms.values())
+                tfs = list(terms.values())
+                doc_len = sum(tfs)
                 keys = [term_key(t) for t in terms]
-                postings.extend(
-                    (k, seq, tf, doc_len) for k, tf in zip(keys, terms.values(), strict=True)
-                )
-                total_len += doc_len
+                keys_all.extend(keys)
+                tfs_all.extend(tfs)
+                per_chunk.append(len(keys))
+                doc_lens.append(doc_len)
                 vec = None
                 if vectors is not None:
                     vec = np.asarray(vectors[i], dtype=np.float32)
@@ -393,9 +442,16 @@ class PgChunkStore:
                         vec,
                     )
                 )
-        # In term order, the postings index is filled page by page instead of at random.
-        postings.sort()
-        return _Rows(file_rows, chunk_rows, postings, len(chunk_rows), total_len, dimension)
+        counts = np.asarray(per_chunk, dtype=np.int64)
+        postings = _binary_postings(
+            np.asarray(keys_all, dtype=np.int64),
+            np.repeat(np.asarray(seqs, dtype=np.int64), counts),
+            np.asarray(tfs_all, dtype=np.int32),
+            np.repeat(np.asarray(doc_lens, dtype=np.int32), counts),
+        )
+        return _Rows(
+            file_rows, chunk_rows, postings, len(chunk_rows), int(sum(doc_lens)), dimension
+        )
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
         for f in files:
@@ -436,11 +492,12 @@ class PgChunkStore:
                 await conn.copy_records_to_table(
                     "chunks", schema_name=s.strip('"'), columns=_CHUNK_COLUMNS, records=rows.chunks
                 )
-                await conn.copy_records_to_table(
+                await conn.copy_to_table(
                     "postings",
+                    source=io.BytesIO(rows.postings),
                     schema_name=s.strip('"'),
                     columns=["term", "chunk", "tf", "doc_len"],
-                    records=rows.postings,
+                    format="binary",
                 )
                 await self._add_counts(
                     conn, s, repository_id, len(rows.files) - files_old, rows.n_docs - n_old
@@ -585,7 +642,17 @@ class PgChunkStore:
         query = np.asarray(vector, dtype=np.float32)
         flt = _Filter(filters, 2)
         async with self._conn() as (conn, s), conn.transaction(readonly=True):
-            stored = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            # Everything the plan depends on, in one round trip.
+            stats = await conn.fetchrow(
+                f"""
+                SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+                       st.n_docs, st.n_vectors,
+                       ARRAY(SELECT lo FROM {s}.ann_segments ORDER BY lo) AS los,
+                       ARRAY(SELECT hi FROM {s}.ann_segments ORDER BY lo) AS his
+                FROM {s}.corpus_stats st
+                """
+            )
+            stored = stats["dimension"]
             if stored is None:
                 return [], 0
             if int(stored) != query.shape[0]:
@@ -593,22 +660,28 @@ class PgChunkStore:
                     f"query vector has {query.shape[0]} dimensions, stored vectors {stored}: "
                     "re-index with force_reindex using one embedding model"
                 )
-            counted = _Filter(filters, 1)
-            stats = await conn.fetchrow(f"SELECT n_docs, n_vectors FROM {s}.corpus_stats")
-            all_vectors = stats["n_vectors"]
-            if counted.empty:  # counting 100k rows of vectors costs more than the search
-                total: int = all_vectors
-            elif all_vectors == stats["n_docs"]:
-                # Every chunk has a vector: count the filter from its covering index alone.
-                total = await conn.fetchval(
-                    f"SELECT count(*) FROM {s}.chunks c WHERE {counted.sql}", *counted.params
-                )
+            all_vectors: int = stats["n_vectors"]
+            segments = list(zip(stats["los"], stats["his"], strict=True))
+            # Filtered: count the matches per segment (bucket i + 1 is segment i, the last
+            # bucket the unindexed tail), from the covering path index when every chunk has
+            # a vector. Unfiltered: the maintained counter (counting 100k vectors costs more
+            # than the search).
+            counted = _Filter(filters, 2)
+            per_segment: dict[int, int] | None = None
+            if counted.empty:
+                total = all_vectors
             else:
-                total = await conn.fetchval(
-                    f"SELECT count(*) FROM {s}.chunks c "
-                    f"WHERE c.embedding IS NOT NULL AND {counted.sql}",
+                vec = "" if all_vectors == stats["n_docs"] else "c.embedding IS NOT NULL AND "
+                bounds = [int(lo) + 1 for lo, _ in segments]
+                bounds.append(int(segments[-1][1]) + 1 if segments else 1)
+                found = await conn.fetch(
+                    f"SELECT width_bucket(c.seq, $1::int8[]) AS b, count(*) AS n "
+                    f"FROM {s}.chunks c WHERE {vec}{counted.sql} GROUP BY 1",
+                    bounds,
                     *counted.params,
                 )
+                per_segment = {int(r["b"]): int(r["n"]) for r in found}
+                total = sum(per_segment.values())
             if total == 0:
                 return [], 0
             if not float(np.linalg.norm(query)) > 0:
@@ -620,15 +693,9 @@ class PgChunkStore:
                     *flt.params,
                 )
                 return [ScoredChunk(chunk=_chunk(r), score=0.0) for r in rows], total
-            segments = await conn.fetch(f"SELECT lo, hi FROM {s}.ann_segments ORDER BY lo")
             rows = []
             if segments and total > self._ann.exact_rows:
-                # HNSW filters after the graph walk: widen the candidate list by how much
-                # the filters keep, so a filtered search still fills `limit`.
-                keep = total / max(all_vectors, 1)
-                ef = max(self._ann.ef_search_min, math.ceil(limit * 1.5 / keep))
-                await conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
-                rows = await self._ann_search(conn, s, query, flt, limit, segments)
+                rows = await self._ann_search(conn, s, query, flt, limit, segments, per_segment)
             if len(rows) < min(limit, total):
                 rows = await conn.fetch(
                     f"SELECT {_SELECT_CHUNK}, 1 - (c.embedding <=> $1) AS score "
@@ -647,22 +714,44 @@ class PgChunkStore:
         query: np.ndarray[Any, Any],
         flt: _Filter,
         limit: int,
-        segments: Sequence[asyncpg.Record],
+        segments: Sequence[tuple[int, int]],
+        per_segment: Mapping[int, int] | None,
     ) -> list[asyncpg.Record]:
-        """Top ``limit`` over every segment's HNSW index plus an exact scan of the tail."""
+        """Top ``limit`` over the segments' HNSW indexes plus an exact scan of the tail.
+
+        With filters (``per_segment``: matches per segment), a segment with no match is
+        skipped, one with few matches (or so few that HNSW would need a huge candidate list,
+        since it filters after the graph walk) is scanned exactly, and ``hnsw.ef_search``
+        is widened by the lowest share of matches among the segments walked by HNSW.
+        """
         lim = int(limit)
-        branches = [
-            f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
-            f"WHERE c.seq > {int(seg['lo'])} AND c.seq <= {int(seg['hi'])} AND {flt.sql} "
-            f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
-            for seg in segments
-        ]
-        tail = int(segments[-1]["hi"])
-        branches.append(
-            f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
-            f"WHERE c.seq > {tail} AND c.embedding IS NOT NULL AND {flt.sql} "
-            f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
-        )
+        ann = self._ann
+        ef = max(ann.ef_search_min, math.ceil(lim * 1.5))
+        branches: list[str] = []
+        for i, (lo, hi) in enumerate(segments):
+            where = f"c.seq > {int(lo)} AND c.seq <= {int(hi)} AND {flt.sql}"
+            order = "c.embedding <=> $1"
+            if per_segment is not None:
+                n = per_segment.get(i + 1, 0)
+                if n == 0:
+                    continue
+                need = math.ceil(lim * 1.5 * (int(hi) - int(lo)) / n)
+                if n <= ann.exact_segment_rows or need > ann.ef_search_max:
+                    order = "(c.embedding <=> $1) + 0"  # not the index's ordering: exact
+                else:
+                    ef = max(ef, need)
+            branches.append(
+                f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
+                f"WHERE {where} ORDER BY {order} LIMIT {lim})"
+            )
+        if per_segment is None or per_segment.get(len(segments) + 1, 0):
+            tail = int(segments[-1][1])
+            branches.append(
+                f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
+                f"WHERE c.seq > {tail} AND c.embedding IS NOT NULL AND {flt.sql} "
+                f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
+            )
+        await conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, ann.ef_search_max)}")
         rows = await conn.fetch(
             f"""
             WITH top AS (SELECT * FROM ({" UNION ALL ".join(branches)}) u ORDER BY d LIMIT {lim})
@@ -682,53 +771,17 @@ class PgChunkStore:
         if not keys:
             return [], 0
         flt = _Filter(filters, 3)
-        k1, b = lexical.K1, lexical.B
         async with self._conn() as (conn, s):
-            where = (
-                ""
-                if flt.empty
-                else (f"WHERE sc.chunk IN (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql})")
-            )
-            rows = await conn.fetch(
-                f"""
-                WITH st AS (
-                    SELECT n_docs::float8 AS n,
-                           CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
-                    FROM {s}.corpus_stats
-                ), w AS (
-                    -- Document frequencies over the whole project, from the postings index.
-                    SELECT q.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-                    FROM unnest($1::int8[]) AS q(term)
-                    CROSS JOIN LATERAL (
-                        SELECT count(*) AS df FROM {s}.postings p WHERE p.term = q.term
-                    ) d, st
-                    WHERE d.df > 0
-                ), sc AS (
-                    SELECT p.chunk, sum(
-                        w.idf * p.tf * {k1 + 1.0} /
-                        (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avg))) AS raw
-                    FROM w JOIN {s}.postings p ON p.term = w.term, st
-                    GROUP BY p.chunk
-                ), f AS MATERIALIZED (
-                    SELECT sc.chunk, sc.raw FROM sc {where}
-                ), bound AS (
-                    SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
-                ), kth AS (
-                    SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1
-                ), top AS (
-                    -- Everything tied with the k-th score, so ties fall to path and line.
-                    SELECT f.chunk, f.raw FROM f, bound
-                    WHERE f.raw >= (SELECT coalesce(min(raw), 0) FROM kth) - 2e-9 * bound.v
-                    ORDER BY f.raw DESC LIMIT 1000
-                )
-                SELECT {_SELECT_CHUNK}, top.raw, bound.v AS bound,
-                       (SELECT count(*) FROM f) AS total
-                FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
-                """,
-                keys,
-                int(limit),
-                *flt.params,
-            )
+            # One top-N sort with room for ties at the limit; only when the ties run past that
+            # room is everything tied with the k-th score fetched, so ties fall to path, line.
+            fetch = int(limit) + _TIE_ROOM
+            rows = await conn.fetch(self._lexical_sql(s, flt, ties=False), keys, fetch, *flt.params)
+            if len(rows) == fetch:
+                kth = float(rows[int(limit) - 1]["raw"])
+                if float(rows[-1]["raw"]) >= kth - 2e-9 * float(rows[0]["bound"]):
+                    rows = await conn.fetch(
+                        self._lexical_sql(s, flt, ties=True), keys, int(limit), *flt.params
+                    )
         if not rows:
             return [], 0
         total = int(rows[0]["total"])
@@ -736,6 +789,57 @@ class PgChunkStore:
         scored = [(_chunk(r), lexical.normalised(float(r["raw"]), bound)) for r in rows]
         scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
         return [ScoredChunk(chunk=c, score=sc) for c, sc in scored[:limit]], total
+
+    @staticmethod
+    def _lexical_sql(s: str, flt: _Filter, *, ties: bool) -> str:
+        """BM25 of every chunk holding a query term ($1: term keys), filtered; the top $2
+        (``ties``: every chunk scoring within float noise of the $2-th best)."""
+        k1, b = lexical.K1, lexical.B
+        where = (
+            ""
+            if flt.empty
+            else f"WHERE sc.chunk IN (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql})"
+        )
+        if ties:
+            top = """
+                kth AS (SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1),
+                top AS (
+                    SELECT f.chunk, f.raw FROM f, bound
+                    WHERE f.raw * {k1p} >= (SELECT coalesce(min(raw), 0) FROM kth) * {k1p}
+                                            - 2e-9 * bound.v
+                    ORDER BY f.raw DESC LIMIT 1000
+                )"""
+        else:
+            top = "top AS (SELECT f.chunk, f.raw FROM f ORDER BY f.raw DESC LIMIT $2)"
+        return f"""
+            WITH st AS (
+                SELECT n_docs::float8 AS n,
+                       CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
+                FROM {s}.corpus_stats
+            ), w AS (
+                -- Document frequencies over the whole project, from the postings index; the
+                -- length normalisation folded into two constants per query.
+                SELECT q.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf,
+                       {k1 * (1 - b)} AS k, {k1 * b} / st.avg AS m
+                FROM unnest($1::int8[]) AS q(term)
+                CROSS JOIN LATERAL (
+                    SELECT count(*) AS df FROM {s}.postings p WHERE p.term = q.term
+                ) d, st
+                WHERE d.df > 0
+            ), sc AS (
+                -- BM25 / (k1 + 1): idf * tf / (tf + k1 * (1 - b + b * len / avg)), summed.
+                SELECT p.chunk, sum(w.idf * p.tf / (p.tf + w.k + w.m * p.doc_len)) AS raw
+                FROM w JOIN {s}.postings p ON p.term = w.term
+                GROUP BY p.chunk
+            ), f AS MATERIALIZED (
+                SELECT sc.chunk, sc.raw FROM sc {where}
+            ), bound AS (
+                SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
+            ), {top.format(k1p=k1 + 1.0)}
+            SELECT {_SELECT_CHUNK}, top.raw * {k1 + 1.0} AS raw, bound.v AS bound,
+                   (SELECT count(*) FROM f) AS total
+            FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
+        """
 
     # --- indexing lock and ANN maintenance -----------------------------------------------
 

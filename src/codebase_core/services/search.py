@@ -77,7 +77,11 @@ class SearchService:
                 "semantic search needs an embedder: set CODEBASE_MCP_EMBEDDER "
                 "(e.g. 'hash') and re-index, or search with mode='lexical'"
             )
-        depth = max(self._fusion.depth(query.limit), query.limit * 3)
+        # Candidates per retrieval: fusion needs its depth; one list alone needs only slack for
+        # the near-duplicates that collapsing drops.
+        depth = query.limit * 3
+        if mode is SearchMode.HYBRID:
+            depth = max(self._fusion.depth(query.limit), depth)
         semantic: list[ScoredChunk] = []
         lexical_hits: list[ScoredChunk] = []
         sem_total = lex_total = 0
