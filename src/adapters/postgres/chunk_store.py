@@ -905,10 +905,13 @@ class PgChunkStore:
                     await self._create_segment(conn, s, hi, tail["top"])
                 if final:
                     await self._merge_segments(conn, s)
-                    # Planner statistics after a large load (cheap: a sample).
+                    # After a large load: planner statistics (a sample), and the visibility
+                    # map, without which the index-only scans that count filter matches and
+                    # read postings visit the table for every row (a directory count of 35k
+                    # chunks: 45 -> 12 ms) until autovacuum comes by.
                     if self._since_analyze >= ann.tail_rows:
                         self._since_analyze = 0
-                        await conn.execute(f"ANALYZE {s}.chunks, {s}.postings")
+                        await conn.execute(f"VACUUM (ANALYZE) {s}.chunks, {s}.postings")
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
