@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.retrieval import emit
 from entrypoints.library import open_codebase
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, cli_index_workers
 
 WORDS = [
     "user",
@@ -122,7 +122,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def settings(run: int) -> Settings:
             data = Path(tmp) / f"data{run}"
-            return Settings(store=args.store, embedder="hash", data_dir=data, database_url=None)
+            return Settings(
+                store=args.store,
+                embedder="hash",
+                data_dir=data,
+                database_url=None,
+                index_workers=cli_index_workers(),  # as the CLI does
+            )
 
         sampler = _ServerMemory() if args.store == "postgres" else None
         full = []

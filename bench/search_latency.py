@@ -31,7 +31,7 @@ from adapters.hashing import HashingEmbedder
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
 from entrypoints.library import open_codebase
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, cli_index_workers
 
 
 class _Precomputed:
@@ -107,7 +107,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             root = tmp / "repo"
             if not root.exists():
                 generate(root, args.files)
-        settings = Settings(embedder="hash", data_dir=tmp / "data", database_url=None)
+        settings = Settings(
+            embedder="hash",
+            data_dir=tmp / "data",
+            database_url=None,
+            index_workers=cli_index_workers(),  # as the CLI does
+        )
         source = ", ".join(src for _, src in args.source or [])
         out: dict[str, Any] = {"source": source or f"generated {args.files} files"}
         async with open_codebase(settings) as cb:

@@ -105,7 +105,7 @@ class Container(containers.DeclarativeContainer):
         tokens=token_counter,
         embedder=embedder,
         batch_files=config.index_batch_files,
-        workers=config.index_workers,
+        workers=providers.Callable(lambda n: n or 1, config.index_workers),
     )
     search_service = providers.Factory(
         SearchService, store=chunk_store, embedder=embedder, fusion=fusion

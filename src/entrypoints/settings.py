@@ -53,10 +53,17 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(default=512, ge=32)
     chunk_min_tokens: int = Field(default=48, ge=0)
     index_batch_files: int = Field(default=64, ge=1)
-    # Processes chunking a large change set (1: a thread of this process).
-    index_workers: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 8), ge=1, le=64)
+    # Processes chunking a large change set (1: a thread of this process). Unset: 1 in a
+    # library process (spawned workers import its main module, see the README), the CPU
+    # count (at most 8) in the CLI (see ``cli_index_workers``).
+    index_workers: int | None = Field(default=None, ge=1, le=64)
 
     fusion_method: FusionMethod = "rrf"
     fusion_semantic_weight: float = Field(default=1.0, ge=0.0)
     fusion_lexical_weight: float = Field(default=0.5, ge=0.0)
     fusion_rrf_k: int = Field(default=60, ge=1)
+
+
+def cli_index_workers() -> int:
+    """Chunking processes for our own entry points, whose main modules are import-safe."""
+    return min(os.cpu_count() or 1, 8)

@@ -118,3 +118,16 @@ def test_console_script_end_to_end(repo: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "src/auth/passwords.py" in proc.stdout and "hybrid search" in proc.stdout
+
+
+def test_cli_chunks_in_worker_processes_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from entrypoints.cli.main import _settings
+    from entrypoints.settings import Settings, cli_index_workers
+
+    monkeypatch.delenv("CODEBASE_MCP_INDEX_WORKERS", raising=False)
+    assert Settings().index_workers is None  # a library process: one thread unless asked
+    assert _settings().index_workers == cli_index_workers() >= 1
+    monkeypatch.setenv("CODEBASE_MCP_INDEX_WORKERS", "1")
+    assert _settings().index_workers == 1

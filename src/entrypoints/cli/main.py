@@ -26,7 +26,7 @@ from codebase_core.models import (
 from codebase_core.services import ProgressCallback
 from entrypoints.library import Codebase, open_codebase
 from entrypoints.presenters import index_payload, search_payload
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, cli_index_workers
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -192,11 +192,14 @@ def _print_search(result: SearchResult, out: Console) -> None:
 
 def _settings() -> Settings:
     try:
-        return Settings()
+        settings = Settings()
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         var = "CODEBASE_MCP_" + "_".join(str(p) for p in first["loc"]).upper()
         raise ValidationFailed(var, first.get("input"), first["msg"]) from None
+    if settings.index_workers is None:
+        settings.index_workers = cli_index_workers()
+    return settings
 
 
 async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
