@@ -1014,3 +1014,30 @@ def test_markdown_splits_at_headings() -> None:
         ("Usage", "## Usage"),
     ]
     assert_contract(text, chunks, 512)
+
+
+def test_bash_text_that_crashes_the_grammar_scanner_is_masked_for_the_parser() -> None:
+    # tree-sitter-bash's scanner calls isdigit() on the code point after "{", "." or a digit
+    # (brace ranges); above U+00FF that reads past glibc's ctype table, and b"{\xf1\xb7\x86\xa8"
+    # (U+771A8) crashed about one process in five. The parser gets such a character as one "_"
+    # per byte (rows and byte columns unchanged); the chunks keep the original text.
+    from tree_sitter import Parser
+    from tree_sitter_language_pack import get_language
+
+    seen: list[bytes] = []
+
+    class Spy:
+        def __init__(self) -> None:
+            self._parser = Parser(get_language("bash"))
+
+        def parse(self, source: bytes) -> object:
+            seen.append(source)
+            return self._parser.parse(source)
+
+    chunker = TreeSitterChunker(TiktokenCounter(), min_tokens=0)
+    chunker._local.parsers = {"bash": Spy()}
+    text = "{\U000771a8}\necho 1.\u00e9 {a,\u00e9} 2\u4e2d\n"
+    chunks = chunker.chunk("run.sh", text, "bash")
+    # U+00E9 is inside the ctype table: left alone. The final line break is not parsed.
+    assert seen == ["{____}\necho 1.\u00e9 {a,\u00e9} 2___".encode()]
+    assert "\n".join(c.content for c in chunks) == text.removesuffix("\n")

@@ -67,6 +67,12 @@ _MAX_DEPTH = 24
 _MD_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _MD_FENCE = re.compile(r" {0,3}(?:```|~~~)")
 
+# tree-sitter-bash's scanner (every release so far) tests the character after "{", "." or a digit
+# with isdigit() when looking for a brace range ({1..5}); one above U+00FF indexes past glibc's
+# ctype table and can crash the process. There it is parsed as "_"s, one per byte, keeping every
+# row and byte column.
+_BASH_ISDIGIT_UNSAFE = re.compile(rb"(?<=[{.0-9])[\xc4-\xf4][\x80-\xbf]*")
+
 
 @dataclass(slots=True)
 class _Unit:
@@ -139,6 +145,8 @@ class TreeSitterChunker:
         if parser is None:
             parser = parsers[language] = Parser(lang)
         encoded = source.encode("utf-8", "replace")
+        if language == "bash":
+            encoded = _BASH_ISDIGIT_UNSAFE.sub(lambda m: b"_" * len(m[0]), encoded)
         root = parser.parse(encoded).root_node
         marks = PREFIX_MARKS.get(language)
         if marks is not None and not any(mark in encoded for mark in marks):
