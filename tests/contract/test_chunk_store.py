@@ -330,6 +330,20 @@ async def test_lexical_ties_at_the_cut_keep_the_smallest_paths(chunk_store: Chun
     assert total == 81 and hits[1].score == hits[4].score > 0
 
 
+async def test_lexical_ties_after_better_hits_keep_the_smallest_paths(
+    chunk_store: ChunkStore,
+) -> None:
+    # Three better chunks, then 80 tied ones crossing the limit: the tied places go to the
+    # smallest paths whatever order a store reads its candidates in.
+    await chunk_store.save_repository(repo())
+    files = [file_batch("r1", f"f{i:02d}.txt", ["token"]) for i in reversed(range(80))]
+    files += [file_batch("r1", f"z{i}.txt", ["token token"]) for i in range(3)]
+    await chunk_store.replace_files("r1", files)
+    hits, total = await chunk_store.lexical_search(["token"], NO_FILTER, 5)
+    assert [h.chunk.file_path for h in hits] == ["z0.txt", "z1.txt", "z2.txt", "f00.txt", "f01.txt"]
+    assert total == 83
+
+
 async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
     await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
     assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}

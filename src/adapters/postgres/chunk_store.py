@@ -91,6 +91,9 @@ class _Rows:
 
 # Extra rows a lexical top-N fetches past its limit, to see whether ties cross the limit.
 _TIE_ROOM = 32
+# Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
+# score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.
+_TIE_TOLERANCE = 2e-9
 
 # One postings row in PostgreSQL's binary COPY format: a field count, then each field's byte
 # length and big-endian value (term int8, chunk int8, tf int4, doc_len int4).
@@ -777,8 +780,9 @@ class PgChunkStore:
             fetch = int(limit) + _TIE_ROOM
             rows = await conn.fetch(self._lexical_sql(s, flt, ties=False), keys, fetch, *flt.params)
             if len(rows) == fetch:
-                kth = float(rows[int(limit) - 1]["raw"])
-                if float(rows[-1]["raw"]) >= kth - 2e-9 * float(rows[0]["bound"]):
+                # The rows come back in join order: rank their scores here.
+                raws = sorted((float(r["raw"]) for r in rows), reverse=True)
+                if raws[-1] >= raws[int(limit) - 1] - _TIE_TOLERANCE * float(rows[0]["bound"]):
                     rows = await conn.fetch(
                         self._lexical_sql(s, flt, ties=True), keys, int(limit), *flt.params
                     )
@@ -806,7 +810,7 @@ class PgChunkStore:
                 top AS (
                     SELECT f.chunk, f.raw FROM f, bound
                     WHERE f.raw * {k1p} >= (SELECT coalesce(min(raw), 0) FROM kth) * {k1p}
-                                            - 2e-9 * bound.v
+                                            - {tolerance} * bound.v
                     ORDER BY f.raw DESC LIMIT 1000
                 )"""
         else:
@@ -835,7 +839,7 @@ class PgChunkStore:
                 SELECT sc.chunk, sc.raw FROM sc {where}
             ), bound AS (
                 SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
-            ), {top.format(k1p=k1 + 1.0)}
+            ), {top.format(k1p=k1 + 1.0, tolerance=_TIE_TOLERANCE)}
             SELECT {_SELECT_CHUNK}, top.raw * {k1 + 1.0} AS raw, bound.v AS bound,
                    (SELECT count(*) FROM f) AS total
             FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
