@@ -179,11 +179,14 @@ def main() -> None:
     p.add_argument("--out", default=None)
     args = p.parse_args()
     named = {"stdlib": sysconfig.get_paths()["stdlib"], "site": sysconfig.get_paths()["purelib"]}
-    if args.source:
-        args.source = [(name, str(Path(named.get(name, name)).resolve())) for name in args.source]
-        args.source = [
-            (Path(src).name if name not in named else name, src) for name, src in args.source
-        ]
+    # (folder name in the copy, source directory): 'stdlib'/'site' keep their names.
+    args.source = [
+        (
+            arg if arg in named else Path(arg).resolve().name,
+            str(Path(named.get(arg, arg)).resolve()),
+        )
+        for arg in args.source or []
+    ]
     emit(asyncio.run(run(args)), args.out)
 
 

@@ -669,9 +669,8 @@ class PgChunkStore:
             # bucket the unindexed tail), from the covering path index when every chunk has
             # a vector. Unfiltered: the maintained counter (counting 100k vectors costs more
             # than the search).
-            counted = _Filter(filters, 2)
             per_segment: dict[int, int] | None = None
-            if counted.empty:
+            if flt.empty:
                 total = all_vectors
             else:
                 vec = "" if all_vectors == stats["n_docs"] else "c.embedding IS NOT NULL AND "
@@ -679,9 +678,9 @@ class PgChunkStore:
                 bounds.append(int(segments[-1][1]) + 1 if segments else 1)
                 found = await conn.fetch(
                     f"SELECT width_bucket(c.seq, $1::int8[]) AS b, count(*) AS n "
-                    f"FROM {s}.chunks c WHERE {vec}{counted.sql} GROUP BY 1",
+                    f"FROM {s}.chunks c WHERE {vec}{flt.sql} GROUP BY 1",
                     bounds,
-                    *counted.params,
+                    *flt.params,
                 )
                 per_segment = {int(r["b"]): int(r["n"]) for r in found}
                 total = sum(per_segment.values())
