@@ -127,6 +127,18 @@ class SearchFilters(_Frozen):
     directory: str | None = None
     language: str | None = None
 
+    @field_validator("directory")
+    @classmethod
+    def _directory(cls, v: str | None) -> str | None:
+        """'./src/', 'src\\' and 'src' are one directory; '' or '.' is no filter."""
+        return normalise_directory(v) or None if v is not None else None
+
+    @field_validator("file_type")
+    @classmethod
+    def _file_type(cls, v: str | None) -> str | None:
+        """'.PY' and 'py' are one file type (extensions are compared lowercased, no dot)."""
+        return v.strip().lstrip(".").lower() or None if v is not None else None
+
     def matches(self, chunk: Chunk) -> bool:
         if self.repository_id is not None and chunk.repository_id != self.repository_id:
             return False
@@ -148,7 +160,8 @@ def normalise_directory(directory: str) -> str:
     d = directory.replace("\\", "/").strip()
     while d.startswith("./"):
         d = d[2:]
-    return d.strip("/")
+    d = d.strip("/")
+    return "" if d == "." else d
 
 
 def path_in_directory(path: str, directory: str) -> bool:

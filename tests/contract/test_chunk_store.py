@@ -194,6 +194,37 @@ async def test_vector_search_filters(
     assert total == len(expected)
 
 
+async def test_directory_filter_takes_the_directory_not_its_neighbours(
+    chunk_store: ChunkStore,
+) -> None:
+    await chunk_store.save_repository(repo())
+    paths = [
+        "lib/net/a.py",
+        "lib/net/sub/e.py",
+        "lib/net.py",
+        "lib/net-old/b.py",
+        "lib/net.d/c.py",
+        "lib/network/d.py",
+        "lib/ne/f.py",
+    ]
+    await chunk_store.replace_files(
+        "r1",
+        [
+            file_batch("r1", p, [f"socket{i} = open_socket()"], vectors=[[1.0, i / 100]])
+            for i, p in enumerate(paths)
+        ],
+    )
+    inside = ["lib/net/a.py", "lib/net/sub/e.py"]
+    for directory in ("lib/net", "lib/net/", "./lib/net"):
+        flt = SearchFilters(directory=directory)
+        dense, dense_total = await chunk_store.vector_search([1.0, 0.0], flt, 10)
+        sparse, sparse_total = await chunk_store.lexical_search(
+            lexical.query_terms("socket"), flt, 10
+        )
+        assert sorted(h.chunk.file_path for h in dense) == inside and dense_total == 2
+        assert sorted(h.chunk.file_path for h in sparse) == inside and sparse_total == 2
+
+
 async def test_filtered_vector_search_fills_the_limit(chunk_store: ChunkStore) -> None:
     await chunk_store.save_repository(repo())
     # 200 chunks close to the query in a.py, 30 far from it in rare.md: a filter on the rare

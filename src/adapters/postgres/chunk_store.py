@@ -156,10 +156,14 @@ class _Filter:
         if filters.directory:
             d = normalise_directory(filters.directory)
             if d:
-                # A literal prefix as a byte range ('0' follows '/'): no LIKE escaping needed.
+                # A literal prefix as a byte range (file_path is COLLATE "C"; '0' follows '/'),
+                # so no LIKE escaping. The outer range is one index range scan; the inner test
+                # keeps 'd' and 'd/...' and drops its neighbours 'd.py', 'd-x', ... (an OR of
+                # the two alone cannot bound the scan: it read the whole path index).
                 p1, p2, p3 = bind(d), bind(d + "/"), bind(d + "0")
                 conds.append(
-                    f"(c.file_path = {p1} OR (c.file_path >= {p2} AND c.file_path < {p3}))"
+                    f"c.file_path >= {p1} AND c.file_path < {p3} "
+                    f"AND (c.file_path = {p1} OR c.file_path >= {p2})"
                 )
         self.sql = " AND ".join(conds) if conds else "true"
         self.empty = not conds
@@ -753,7 +757,13 @@ class PgChunkStore:
                 f"WHERE c.seq > {tail} AND c.embedding IS NOT NULL AND {flt.sql} "
                 f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
             )
-        await conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, ann.ef_search_max)}")
+        settings = f"SET LOCAL hnsw.ef_search = {min(ef, ann.ef_search_max)}"
+        if per_segment is not None:
+            # A generic plan sees a directory range of unknown width as narrow and sorts every
+            # match by distance instead of walking the graph (6 -> 100 ms on 35k matches):
+            # plan with the filter's values.
+            settings += "; SET LOCAL plan_cache_mode = force_custom_plan"
+        await conn.execute(settings)
         rows = await conn.fetch(
             f"""
             WITH top AS (SELECT * FROM ({" UNION ALL ".join(branches)}) u ORDER BY d LIMIT {lim})
@@ -798,11 +808,16 @@ class PgChunkStore:
         """BM25 of every chunk holding a query term ($1: term keys), filtered; the top $2
         (``ties``: every chunk scoring within float noise of the $2-th best)."""
         k1, b = lexical.K1, lexical.B
-        where = (
+        # Filtered: the matching chunks first (from the covering path index), joined to the
+        # postings before scoring, so only their postings are scored. Materialised, the set
+        # can only be hashed: probing the table per scored chunk (the planner's choice when
+        # it underestimates a common term's postings) took up to 150 ms.
+        fl = (
             ""
             if flt.empty
-            else f"WHERE sc.chunk IN (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql})"
+            else f"fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql}), "
         )
+        only = "" if flt.empty else "JOIN fl ON fl.seq = p.chunk"
         if ties:
             top = """
                 kth AS (SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1),
@@ -815,7 +830,7 @@ class PgChunkStore:
         else:
             top = "top AS (SELECT f.chunk, f.raw FROM f ORDER BY f.raw DESC LIMIT $2)"
         return f"""
-            WITH st AS (
+            WITH {fl}st AS (
                 SELECT n_docs::float8 AS n,
                        CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
                 FROM {s}.corpus_stats
@@ -829,13 +844,11 @@ class PgChunkStore:
                     SELECT count(*) AS df FROM {s}.postings p WHERE p.term = q.term
                 ) d, st
                 WHERE d.df > 0
-            ), sc AS (
+            ), f AS MATERIALIZED (
                 -- BM25 / (k1 + 1): idf * tf / (tf + k1 * (1 - b + b * len / avg)), summed.
                 SELECT p.chunk, sum(w.idf * p.tf / (p.tf + w.k + w.m * p.doc_len)) AS raw
-                FROM w JOIN {s}.postings p ON p.term = w.term
+                FROM w JOIN {s}.postings p ON p.term = w.term {only}
                 GROUP BY p.chunk
-            ), f AS MATERIALIZED (
-                SELECT sc.chunk, sc.raw FROM sc {where}
             ), bound AS (
                 SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
             ), {top.format(k1p=k1 + 1.0, tolerance=_TIE_TOLERANCE)}
