@@ -133,6 +133,17 @@ async def test_undecodable_file_is_a_per_file_error() -> None:
     assert {c.file_path for c in await store.chunks(result.repository_id)} == {"ok.py"}
 
 
+async def test_unchanged_reindex_beside_an_undecodable_file_is_partial_not_failed() -> None:
+    tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
+    store = InMemoryChunkStore()
+    service = _service(tree, store, None)
+    await service.index(ROOT)
+    again = await service.index(ROOT)
+    # ok.py is indexed and up to date: the repository is searchable, only bad.py is missing.
+    assert again.files_indexed == 0 and [e.path for e in again.errors] == ["bad.py"]
+    assert again.status is IndexStatus.PARTIAL
+
+
 async def test_file_that_becomes_unreadable_keeps_no_stale_chunks() -> None:
     tree, store = InMemorySourceTree({ROOT: {"a.py": b"x = 1\n"}}), InMemoryChunkStore()
     service = _service(tree, store, None)

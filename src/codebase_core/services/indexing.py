@@ -259,7 +259,10 @@ class IndexingService:
                 )
             )
         await _report(progress, "done", total, total)
-        if errors and files_indexed == 0 and total > 0:
+        # Failed: files had to be indexed and none of the repository's files is now in the
+        # index (neither written by this run nor unchanged since the last one).
+        unchanged = len(scan.files) - total
+        if errors and files_indexed == 0 and unchanged == 0 and total > 0:
             status = IndexStatus.FAILED
         elif errors:
             status = IndexStatus.PARTIAL
