@@ -131,13 +131,17 @@ class SearchFilters(_Frozen):
     @classmethod
     def _directory(cls, v: str | None) -> str | None:
         """'./src/', 'src\\' and 'src' are one directory; '' or '.' is no filter."""
-        return normalise_directory(v) or None if v is not None else None
+        if v is None:
+            return None
+        return normalise_directory(v) or None
 
     @field_validator("file_type")
     @classmethod
     def _file_type(cls, v: str | None) -> str | None:
         """'.PY' and 'py' are one file type (extensions are compared lowercased, no dot)."""
-        return v.strip().lstrip(".").lower() or None if v is not None else None
+        if v is None:
+            return None
+        return v.strip().lstrip(".").lower() or None
 
     def matches(self, chunk: Chunk) -> bool:
         if self.repository_id is not None and chunk.repository_id != self.repository_id:
