@@ -225,6 +225,20 @@ async def test_directory_filter_takes_the_directory_not_its_neighbours(
         assert sorted(h.chunk.file_path for h in sparse) == inside and sparse_total == 2
 
 
+async def test_repository_filter_in_a_one_repository_project(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo())
+    await chunk_store.replace_files(
+        "r1",
+        [file_batch("r1", f"m{i}.py", [f"socket{i} = 1"], vectors=[[1.0, i]]) for i in range(3)],
+    )
+    terms = lexical.query_terms("socket")
+    for rid, expected in (("r1", 3), ("unknown", 0)):
+        flt = SearchFilters(repository_id=rid)
+        dense, dense_total = await chunk_store.vector_search([1.0, 0.0], flt, 10)
+        sparse, sparse_total = await chunk_store.lexical_search(terms, flt, 10)
+        assert (len(dense), dense_total, len(sparse), sparse_total) == (expected,) * 4
+
+
 async def test_filtered_vector_search_fills_the_limit(chunk_store: ChunkStore) -> None:
     await chunk_store.save_repository(repo())
     # 200 chunks close to the query in a.py, 30 far from it in rare.md: a filter on the rare

