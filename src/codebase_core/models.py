@@ -141,7 +141,7 @@ class SearchFilters(_Frozen):
         """'.PY' and 'py' are one file type (extensions are compared lowercased, no dot)."""
         if v is None:
             return None
-        return v.strip().lstrip(".").lower() or None
+        return normalise_file_type(v) or None
 
     def matches(self, chunk: Chunk) -> bool:
         if self.repository_id is not None and chunk.repository_id != self.repository_id:
@@ -158,6 +158,11 @@ def file_extension(path: str) -> str:
     if "." not in name.lstrip("."):
         return ""
     return name.rsplit(".", 1)[-1].lower()
+
+
+def normalise_file_type(file_type: str) -> str:
+    """'.PY', ' py ' and 'py' are one extension: lowercased, without the dot."""
+    return file_type.strip().lstrip(".").lower()
 
 
 def normalise_directory(directory: str) -> str:
@@ -219,7 +224,7 @@ class SearchQuery(_Frozen):
                 ) from None
         ft = None
         if file_type is not None:
-            ft = file_type.strip().lstrip(".").lower()
+            ft = normalise_file_type(file_type)
             if not ft or "/" in ft:
                 raise ValidationFailed(
                     "file_type", file_type, "must be a file extension without the dot, e.g. 'py'"

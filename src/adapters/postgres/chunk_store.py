@@ -28,7 +28,6 @@ from codebase_core.models import (
     ScoredChunk,
     SearchFilters,
     file_extension,
-    normalise_directory,
 )
 from codebase_core.ports import IndexedFile
 
@@ -153,18 +152,17 @@ class _Filter:
             conds.append(f"c.language = {bind(filters.language)}")
         if filters.file_type is not None:
             conds.append(f"c.file_ext = {bind(filters.file_type)}")
-        if filters.directory:
-            d = normalise_directory(filters.directory)
-            if d:
-                # A literal prefix as a byte range (file_path is COLLATE "C"; '0' follows '/'),
-                # so no LIKE escaping. The outer range is one index range scan; the inner test
-                # keeps 'd' and 'd/...' and drops its neighbours 'd.py', 'd-x', ... (an OR of
-                # the two alone cannot bound the scan: it read the whole path index).
-                p1, p2, p3 = bind(d), bind(d + "/"), bind(d + "0")
-                conds.append(
-                    f"c.file_path >= {p1} AND c.file_path < {p3} "
-                    f"AND (c.file_path = {p1} OR c.file_path >= {p2})"
-                )
+        d = filters.directory  # normalised by SearchFilters
+        if d:
+            # A literal prefix as a byte range (file_path is COLLATE "C"; '0' follows '/'),
+            # so no LIKE escaping. The outer range is one index range scan; the inner test
+            # keeps 'd' and 'd/...' and drops its neighbours 'd.py', 'd-x', ... (an OR of
+            # the two alone cannot bound the scan: it read the whole path index).
+            p1, p2, p3 = bind(d), bind(d + "/"), bind(d + "0")
+            conds.append(
+                f"c.file_path >= {p1} AND c.file_path < {p3} "
+                f"AND (c.file_path = {p1} OR c.file_path >= {p2})"
+            )
         self.sql = " AND ".join(conds) if conds else "true"
         self.empty = not conds
 
