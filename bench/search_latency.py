@@ -30,6 +30,7 @@ from typing import Any
 from adapters.hashing import HashingEmbedder
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
+from codebase_core.models import Embeddings
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings, cli_index_workers
 
@@ -53,7 +54,7 @@ class _Precomputed:
     def dimension(self) -> int:
         return self._inner.dimension
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
         return await self._inner.embed_documents(texts)
 
     async def embed_query(self, text: str) -> list[float]:

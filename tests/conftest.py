@@ -64,6 +64,13 @@ def pg_url() -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _explicit_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests choose their embedder: ``auto`` would take whatever this machine offers (a running
+    Ollama, the local model). Tests of ``auto`` itself set the variable again."""
+    monkeypatch.setenv("CODEBASE_MCP_EMBEDDER", "none")
+
+
 def new_project_id() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
@@ -313,9 +314,23 @@ class IndexResult(_Frozen):
     chunks_created: int
     chunks_embedded: int
     embeddings_cached: int
+    # Chunks longer than the embedding model's input limit: embedded from their first part.
+    chunks_truncated: int = 0
     duration_seconds: float
     status: IndexStatus
     errors: list[FileError] = Field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    """Vectors of a batch of texts, in order, and how many texts were cut to fit the model.
+
+    A dataclass, not a pydantic model: validating every float of a large batch costs more than
+    the hashing embedder takes to compute it.
+    """
+
+    vectors: list[list[float]]
+    truncated: int = 0
 
 
 class ScanEntry(_Frozen):

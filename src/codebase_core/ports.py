@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 from codebase_core.models import (
     Chunk,
     ChunkDraft,
+    Embeddings,
     Repository,
     ScanResult,
     ScoredChunk,
@@ -144,9 +145,11 @@ class Embedder(Protocol):
     """Turns text into vectors.
 
     Contract: ``embed_documents`` returns one vector per input text, in order, each of
-    ``dimension`` floats (L2 norm need not be 1). ``model`` names the model so that stored
-    vectors are never mixed across models. A server or model that cannot be used raises
-    ``EmbedderUnavailable``.
+    ``dimension`` floats (L2 norm need not be 1); a text longer than the model takes is
+    embedded from its beginning and counted in ``Embeddings.truncated``, never refused.
+    ``model`` names the model so that stored vectors are never mixed across models. A server
+    or model that cannot be used raises ``EmbedderUnavailable`` (after the adapter's own
+    retries of transient failures).
     """
 
     @property
@@ -159,7 +162,7 @@ class Embedder(Protocol):
         """Length of every vector this embedder returns."""
         ...
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
         """Vectors for chunks of code or text to be stored."""
         ...
 

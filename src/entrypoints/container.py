@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 from dependency_injector import containers, providers
 
 from adapters.filesystem import LocalSourceTree
 from adapters.hashing import HashingEmbedder
+from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from adapters.ollama import OllamaEmbedder
+from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo
+from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
+from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig
+from codebase_core.ports import Embedder
 from codebase_core.services import IndexingService, SearchService, TaskService
 from entrypoints.settings import Settings
 
@@ -37,6 +47,117 @@ async def postgres_database(
         yield database
     finally:
         await database.close()
+
+
+log = logging.getLogger("codebase_mcp")
+
+# Default input limits of the HTTP embedders, in characters (see HttpEmbeddingOptions).
+_MAX_CHARS = {"ollama": 6_000, "openai": 24_000}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderChoice:
+    """The embedder in use (None: lexical search only), what was asked for and why."""
+
+    embedder: Embedder | None
+    requested: str
+    chosen: str
+    reason: str
+
+
+async def http_client() -> AsyncIterator[httpx.AsyncClient]:
+    """The process's one HTTP client (timeouts are set per request by the embedders)."""
+    async with httpx.AsyncClient(follow_redirects=True) as client:
+        yield client
+
+
+def _options(config: Mapping[str, Any], kind: str) -> HttpEmbeddingOptions:
+    return HttpEmbeddingOptions(
+        batch_size=config["embedding_batch_size"],
+        max_in_flight=config["embedding_concurrency"],
+        timeout_s=config["embedding_timeout"],
+        retries=config["embedding_retries"],
+        max_input_chars=config["embedding_max_chars"] or _MAX_CHARS[kind],
+    )
+
+
+def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbedder:
+    return OllamaEmbedder(
+        client,
+        config["ollama_base_url"],
+        config["ollama_embedding_model"],
+        _options(config, "ollama"),
+    )
+
+
+def _local(config: Mapping[str, Any]) -> LocalEmbedder:
+    return LocalEmbedder(config["local_model"], batch_size=config["embedding_batch_size"])
+
+
+async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) -> EmbedderChoice:
+    """The configured embedder, opened (dimension known). ``auto`` tries Ollama, then the local
+    model, then settles for none; an explicit choice raises ``EmbedderUnavailable``."""
+    requested = config["embedder"]
+    if requested == "none":
+        return EmbedderChoice(None, requested, "none", "CODEBASE_MCP_EMBEDDER=none")
+    if requested == "hash":
+        hashing = HashingEmbedder(dimension=config["hash_dimension"])
+        return EmbedderChoice(hashing, requested, "hash", "CODEBASE_MCP_EMBEDDER=hash")
+    if requested == "ollama":
+        ollama = _ollama(config, client)
+        await ollama.open()
+        return EmbedderChoice(ollama, requested, "ollama", "CODEBASE_MCP_EMBEDDER=ollama")
+    if requested == "openai":
+        key = config["openai_api_key"]
+        openai = OpenAICompatibleEmbedder(
+            client,
+            config["openai_base_url"],
+            config["embedding_model"],
+            key.get_secret_value() if key is not None else None,
+            _options(config, "openai"),
+        )
+        await openai.open()
+        return EmbedderChoice(openai, requested, "openai", "CODEBASE_MCP_EMBEDDER=openai")
+    if requested == "local":
+        local = _local(config)
+        await local.open()
+        return EmbedderChoice(local, requested, "local", "CODEBASE_MCP_EMBEDDER=local")
+    # auto
+    ollama = _ollama(config, client)
+    found, why_not_ollama = await ollama.has_model()
+    if found:
+        try:
+            await ollama.open()
+            return EmbedderChoice(ollama, requested, "ollama", why_not_ollama)
+        except EmbedderUnavailable as e:
+            why_not_ollama = e.message
+    if not local_extra_installed():
+        reason = f"{why_not_ollama}; the local extra is not installed: lexical search only"
+        return EmbedderChoice(None, requested, "none", reason)
+    local = _local(config)
+    try:
+        await local.open()
+    except EmbedderUnavailable as e:
+        return EmbedderChoice(None, requested, "none", f"{why_not_ollama}; {e.message}")
+    return EmbedderChoice(
+        local, requested, "local", f"{why_not_ollama}; the local extra is installed"
+    )
+
+
+async def embedder_choice(
+    config: Mapping[str, Any], client: httpx.AsyncClient
+) -> AsyncIterator[EmbedderChoice]:
+    """``choose_embedder`` as a container resource: chosen once per process, and logged."""
+    choice = await choose_embedder(config, client)
+    model = (
+        f"{choice.embedder.model} ({choice.embedder.dimension} dimensions)"
+        if choice.embedder
+        else "lexical search only"
+    )
+    # An automatic choice is news worth a line; an explicit one is what the user asked for.
+    level = logging.INFO if choice.requested == "auto" else logging.DEBUG
+    log.log(level, "embedder: %s, %s [%s]", choice.chosen, model, redact_url(choice.reason))
+    yield choice
 
 
 class Container(containers.DeclarativeContainer):
@@ -84,11 +205,9 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(InMemoryTaskRepo),
         postgres=providers.Singleton(PgTaskRepo, database=database, project_id=config.project),
     )
-    embedder = providers.Selector(
-        config.embedder,
-        none=providers.Object(None),
-        hash=providers.Singleton(HashingEmbedder, dimension=config.hash_dimension),
-    )
+    http = providers.Resource(http_client)
+    embedder_choice = providers.Resource(embedder_choice, config=config, client=http)
+    embedder = providers.Callable(lambda choice: choice.embedder, embedder_choice)
     fusion = providers.Singleton(
         FusionConfig,
         method=config.fusion_method,
@@ -120,6 +239,7 @@ def build_container(settings: Settings | None = None) -> Container:
     for provider in (
         container.chunk_store,
         container.task_repo,
+        container.embedder_choice,
         container.embedder,
         container.indexing_service,
         container.search_service,

@@ -19,6 +19,7 @@ def index_payload(
         "chunks_created": result.chunks_created,
         "chunks_embedded": result.chunks_embedded,
         "embeddings_cached": result.embeddings_cached,
+        "chunks_truncated": result.chunks_truncated,
         "duration_seconds": result.duration_seconds,
         "status": result.status.value,
         "errors": [e.model_dump() for e in result.errors],

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from codebase_core.fusion import FusionMethod
@@ -20,10 +20,14 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Every knob, with its environment variable (see the README's configuration table)."""
 
-    model_config = SettingsConfigDict(env_prefix="CODEBASE_MCP_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="CODEBASE_MCP_", extra="ignore", populate_by_name=True
+    )
 
     store: Literal["postgres", "memory"] = "postgres"
-    embedder: Literal["none", "hash"] = "none"
+    # auto: Ollama if it answers and has the model, else the local model if the extra is
+    # installed, else none (lexical search only). An explicit choice fails when unavailable.
+    embedder: Literal["auto", "ollama", "openai", "local", "hash", "none"] = "auto"
     hash_dimension: int = Field(default=384, ge=8, le=4096)
     project: str = "default"
     data_dir: Path = Field(default_factory=_default_data_dir)
@@ -47,6 +51,27 @@ class Settings(BaseSettings):
             "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL", "OLLAMA_EMBEDDING_MODEL"
         ),
     )
+
+    openai_base_url: str = Field(
+        default="https://api.openai.com/v1",
+        validation_alias=AliasChoices("CODEBASE_MCP_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+    )
+    # The model of the OpenAI-compatible server.
+    embedding_model: str = "text-embedding-3-small"
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CODEBASE_MCP_OPENAI_API_KEY", "OPENAI_API_KEY"),
+    )
+    local_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    # Texts per request (HTTP) or per forward pass (local).
+    embedding_batch_size: int = Field(default=32, ge=1, le=2048)
+    # HTTP requests in flight at once.
+    embedding_concurrency: int = Field(default=2, ge=1, le=64)
+    embedding_timeout: float = Field(default=120.0, gt=0)
+    embedding_retries: int = Field(default=4, ge=0, le=20)
+    # Texts longer than this many characters are cut before they are sent (HTTP embedders;
+    # unset: 6,000 for Ollama, 24,000 for OpenAI-compatible servers).
+    embedding_max_chars: int | None = Field(default=None, ge=16)
 
     max_file_bytes: int = Field(default=1_048_576, ge=1)
     allow_secrets: bool = False

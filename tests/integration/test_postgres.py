@@ -300,7 +300,7 @@ async def _load(store: ChunkStore, n_files: int, dim: int = 32) -> HashingEmbedd
     )
     batches = []
     for path, pieces in _corpus(n_files).items():
-        vecs = await emb.embed_documents(pieces)
+        vecs = (await emb.embed_documents(pieces)).vectors
         batches.append(file_batch("r1", path, pieces, vecs))
     for i in range(0, len(batches), 20):
         await store.replace_files("r1", batches[i : i + 20])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -14,7 +15,7 @@ from adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core.errors import Cancelled, EmbedderUnavailable, ModelMismatch, ValidationFailed
-from codebase_core.models import IndexStatus
+from codebase_core.models import Embeddings, IndexStatus
 from codebase_core.services import CancellationToken, IndexingService, indexing
 
 ROOT = "/repo"
@@ -35,7 +36,7 @@ class CountingEmbedder(HashingEmbedder):
         super().__init__(dimension)
         self.embedded: list[str] = []
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
         self.embedded.extend(texts)
         return await super().embed_documents(texts)
 
@@ -270,7 +271,7 @@ class FailingEmbedder(HashingEmbedder):
         super().__init__(64)
         self.calls = 0
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
         self.calls += 1
         if self.calls == 2:
             raise EmbedderUnavailable("embedding server at http://127.0.0.1:9 went away")
@@ -337,3 +338,74 @@ async def test_worker_processes_chunk_exactly_as_one_thread_does(
 
 def _fail(*args: object) -> NoReturn:
     raise AssertionError("chunked in the main process")
+
+
+class _GatedStore(InMemoryChunkStore):
+    """Holds each write until the embedder has started on the next batch (or the run ends)."""
+
+    def __init__(self, next_embedding: asyncio.Event) -> None:
+        super().__init__()
+        self._next = next_embedding
+        self.overlapped = 0
+
+    async def replace_files(self, repository_id, files):  # type: ignore[no-untyped-def]
+        self._next.clear()
+        try:
+            await asyncio.wait_for(self._next.wait(), timeout=1.0)
+            self.overlapped += 1
+        except TimeoutError:
+            pass  # the last batch: nothing follows it
+        await super().replace_files(repository_id, files)
+
+
+class _SignallingEmbedder(HashingEmbedder):
+    def __init__(self, started: asyncio.Event) -> None:
+        super().__init__(64)
+        self._started = started
+
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
+        self._started.set()
+        return await super().embed_documents(texts)
+
+
+async def test_the_next_batch_is_embedded_while_the_last_one_is_written() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(8)}
+    started = asyncio.Event()
+    store = _GatedStore(started)
+    service = IndexingService(
+        store,
+        InMemorySourceTree({ROOT: files}),
+        CHUNKER,
+        TOKENS,
+        _SignallingEmbedder(started),
+        batch_files=2,
+    )
+    result = await service.index(ROOT)
+    # 4 batches: each of the first 3 writes saw the next batch's embedding begin.
+    assert result.files_indexed == 8
+    assert store.overlapped == 3
+    assert len(await store.chunks(result.repository_id)) == 8
+
+
+class _TruncatingEmbedder(HashingEmbedder):
+    """Reports texts over 40 characters as truncated, as a model with a short context would."""
+
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
+        vectors = (await super().embed_documents(texts)).vectors
+        return Embeddings(vectors=vectors, truncated=sum(len(t) > 40 for t in texts))
+
+
+async def test_truncated_chunks_are_counted_in_the_result() -> None:
+    files = {
+        "short.py": b"def f():\n    return 1\n",
+        "long.py": ("def g():\n" + "    x = compute_something(x)\n" * 5).encode(),
+    }
+    service = IndexingService(
+        InMemoryChunkStore(),
+        InMemorySourceTree({ROOT: files}),
+        CHUNKER,
+        TOKENS,
+        _TruncatingEmbedder(64),
+    )
+    result = await service.index(ROOT)
+    assert result.chunks_embedded == 2 and result.chunks_truncated == 1

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from codebase_core import lexical
 from codebase_core.errors import ValidationFailed
+from codebase_core.models import Embeddings
 
 _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]
@@ -81,8 +82,8 @@ class HashingEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._vectors(texts)
+    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
+        return Embeddings(vectors=self._vectors(texts))
 
     async def embed_query(self, text: str) -> list[float]:
         return self._vectors([text])[0]

@@ -18,6 +18,7 @@ from pathlib import PurePath
 from codebase_core.errors import (
     Cancelled,
     CoreError,
+    EmbedderUnavailable,
     FileUnreadable,
     ModelMismatch,
     RepositoryBusy,
@@ -191,7 +192,7 @@ class IndexingService:
         removed = sorted(set(stored) - set(scanned))
         errors: list[FileError] = list(scan.errors)
 
-        chunks_created = embedded = cached = files_indexed = 0
+        chunks_created = embedded = cached = truncated = files_indexed = 0
         total = len(changed)
         await _report(progress, "chunking", 0, total)
         batches = [changed[i : i + self._batch_files] for i in range(0, total, self._batch_files)]
@@ -200,14 +201,25 @@ class IndexingService:
             if self._workers > 1 and total >= max(self._pool_min_files, 2 * self._batch_files)
             else None
         )
-        # Pipeline: while batch N is embedded and written, the next ones are read and chunked
-        # (in worker processes, or one worker thread), so the embedder and the store are not
-        # idle during chunking.
+        done = 0
+
+        async def write(prepared: list[PreparedFile], n_files: int) -> None:
+            nonlocal files_indexed, chunks_created, done
+            await self._store.replace_files(repo_id, prepared)
+            files_indexed += len(prepared)
+            chunks_created += sum(len(p.chunks) for p in prepared)
+            done += n_files
+            await _report(progress, "writing", done, total)
+
+        # Pipeline: while batch N is embedded, the next ones are read and chunked (in worker
+        # processes, or one worker thread) and batch N-1 is written, so that a real embedder
+        # is never idle waiting for chunking or the database. One write is in flight at a time,
+        # in batch order.
         ahead: collections.deque[asyncio.Task[tuple[list[PreparedFile], list[FileError]]]]
         ahead = collections.deque()
         depth = self._workers + 1 if pool is not None else 1
+        writing: asyncio.Task[None] | None = None
         try:
-            done = 0
             for i, batch in enumerate(batches):
                 token.raise_if_cancelled()
                 while len(ahead) < depth and i + len(ahead) < len(batches):
@@ -215,21 +227,27 @@ class IndexingService:
                     ahead.append(asyncio.create_task(self._prepare(root, repo_id, nxt, pool)))
                 prepared, batch_errors = await ahead.popleft()
                 errors.extend(batch_errors)
-                n_embedded, n_cached = await self._embed(prepared)
+                n_embedded, n_cached, n_truncated = await self._embed(prepared)
                 embedded += n_embedded
                 cached += n_cached
+                truncated += n_truncated
                 token.raise_if_cancelled()
-                await self._store.replace_files(repo_id, prepared)
-                files_indexed += len(prepared)
-                chunks_created += sum(len(p.chunks) for p in prepared)
-                done += len(batch)
-                await _report(progress, "writing", done, total)
+                if writing is not None:
+                    await writing
+                writing = asyncio.create_task(write(prepared, len(batch)))
+            if writing is not None:
+                await writing
         finally:
             for task in ahead:
                 task.cancel()
             for task in ahead:
                 with contextlib.suppress(asyncio.CancelledError, CoreError):
                     await task
+            # A write already started completes (it is one transaction): the store stays
+            # consistent whatever stopped the run.
+            if writing is not None:
+                with contextlib.suppress(CoreError):
+                    await writing
             if pool is not None:
                 # Queued batches are dropped; one a worker has started finishes first.
                 await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
@@ -277,6 +295,7 @@ class IndexingService:
             chunks_created=chunks_created,
             chunks_embedded=embedded,
             embeddings_cached=cached,
+            chunks_truncated=truncated,
             duration_seconds=round(time.perf_counter() - started, 3),
             status=status,
             errors=errors,
@@ -302,27 +321,36 @@ class IndexingService:
         prepared = await asyncio.to_thread(chunk_files, self._chunker, self._tokens, repo_id, texts)
         return prepared, errors
 
-    async def _embed(self, prepared: list[PreparedFile]) -> tuple[int, int]:
-        """Attach vectors, embedding only chunk texts the cache lacks; returns (new, cached)."""
+    async def _embed(self, prepared: list[PreparedFile]) -> tuple[int, int, int]:
+        """Attach vectors, embedding only chunk texts the cache lacks.
+
+        Returns (newly embedded, taken from the cache, truncated to fit the model)."""
         if self._embedder is None:
-            return 0, 0
+            return 0, 0, 0
         model = self._embedder.model
         texts_by_hash: dict[str, str] = {}
         for p in prepared:
             for c in p.chunks:
                 texts_by_hash.setdefault(c.content_hash, c.content)
         if not texts_by_hash:
-            return 0, 0
+            return 0, 0, 0
         known = await self._store.cached_embeddings(model, list(texts_by_hash))
         missing = [h for h in texts_by_hash if h not in known]
+        truncated = 0
         if missing:
-            vectors = await self._embedder.embed_documents([texts_by_hash[h] for h in missing])
+            result = await self._embedder.embed_documents([texts_by_hash[h] for h in missing])
+            if len(result.vectors) != len(missing):
+                raise EmbedderUnavailable(
+                    f"embedder {model} returned {len(result.vectors)} vectors for "
+                    f"{len(missing)} texts"
+                )
+            truncated = result.truncated
             # No cache_embeddings here: replace_files makes the vectors it stores available to
             # cached_embeddings (see ChunkStore), so a large first index writes them once.
-            known.update(zip(missing, vectors, strict=True))
+            known.update(zip(missing, result.vectors, strict=True))
         for i, p in enumerate(prepared):
             prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])
-        return len(missing), len(texts_by_hash) - len(missing)
+        return len(missing), len(texts_by_hash) - len(missing), truncated
 
 
 def chunk_files(

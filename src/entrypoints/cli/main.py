@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from codebase_core.models import (
     SearchResult,
 )
 from codebase_core.services import ProgressCallback
+from entrypoints.doctor import diagnose
 from entrypoints.library import Codebase, open_codebase
 from entrypoints.presenters import index_payload, search_payload
 from entrypoints.settings import Settings, cli_index_workers
@@ -81,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     se.add_argument("--project", help="workspace id")
     se.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    dr = sub.add_parser(
+        "doctor", help="show the effective store and embedder, and whether each answers"
+    )
+    dr.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
 
 
@@ -144,6 +151,12 @@ def _print_index(result: IndexResult, out: Console) -> None:
         f"in {result.duration_seconds:.2f}s: [bold]{result.status.value}[/]",
         highlight=False,
     )
+    if result.chunks_truncated:
+        out.print(
+            f"  [yellow]{result.chunks_truncated} chunks[/] were longer than the embedding "
+            "model takes: their beginning was embedded (lexical search sees all of them)",
+            highlight=False,
+        )
     for e in result.errors[:20]:
         out.print(f"  [yellow]skipped[/] {e.path}: {e.error}", highlight=False)
     if len(result.errors) > 20:
@@ -202,8 +215,37 @@ def _settings() -> Settings:
     return settings
 
 
+def _print_doctor(report: dict[str, Any], out: Console) -> None:
+    def mark(ok: bool) -> str:
+        return "[green]ok[/]" if ok else "[red]NOT REACHABLE[/]"
+
+    store = report["store"]
+    out.print(f"store     {store['kind']} at {store['location']}: {mark(store['reachable'])}")
+    if store.get("server"):
+        out.print(f"          PostgreSQL {store['server']}, pgvector {store['pgvector']}")
+    if store.get("error"):
+        out.print(f"          {store['error']}", markup=False, highlight=False)
+    emb = report["embedder"]
+    chosen = emb["chosen"] if emb["requested"] == emb["chosen"] else f"auto -> {emb['chosen']}"
+    out.print(f"embedder  {chosen}: {mark(emb['reachable'])}")
+    if emb.get("model"):
+        out.print(f"          model {emb['model']}, {emb['dimension']} dimensions")
+    elif emb["reachable"]:
+        out.print("          none: lexical search only (semantic and hybrid need an embedder)")
+    for key in ("reason", "error"):
+        if emb.get(key):
+            out.print(f"          {emb[key]}", markup=False, highlight=False)
+
+
 async def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     settings = _settings()
+    if args.command == "doctor":
+        report = await diagnose(settings)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            _print_doctor(report, out)
+        return EXIT_OK if report["ok"] else EXIT_ERROR
     async with open_codebase(settings, project_id=args.project) as cb:
         if args.command == "index":
             indexed = await _index(
@@ -270,6 +312,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     out = Console(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
+    # Our log lines (the embedder auto chose, retries, truncation) go to stderr while this
+    # command runs; stdout stays data.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    ours = logging.getLogger("codebase_mcp")
+    ours.addHandler(handler)
+    ours.setLevel(logging.INFO)
     try:
         return asyncio.run(_run(args, out, err))
     except (ValidationFailed, InvalidLimit) as e:
@@ -281,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
         return 130
+    finally:
+        ours.removeHandler(handler)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,5 @@
+"""Ollama embeddings over HTTP."""
+
+from adapters.ollama.embedder import DEFAULT_BASE_URL, DEFAULT_MODEL, OllamaEmbedder
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OllamaEmbedder"]
