@@ -1,7 +1,10 @@
 """Adapter factories for the contract suites: each test gets a fresh adapter.
 
 Every contract test runs against each factory: the in-memory reference adapters and the
-Postgres ones (a fresh project schema per test on the session's test server).
+Postgres ones (a fresh project schema per test on the session's test server); the hashing
+embedder, the HTTP embedders against real servers on 127.0.0.1 (``tests.embedding_servers``),
+and the local model when the ``local`` extra is installed (one instance for the session: it
+takes seconds to load).
 """
 
 from __future__ import annotations
@@ -10,13 +13,18 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from adapters.hashing import HashingEmbedder
+from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from adapters.ollama import OllamaEmbedder
+from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo
 from codebase_core.ports import ChunkStore, Embedder, TaskRepo
 from tests.conftest import new_project_id
+from tests.embedding_servers import OPENAI_MODEL, embedding_server
 
 Factory = Callable[[pytest.FixtureRequest], AbstractAsyncContextManager[object]]
 
@@ -56,12 +64,59 @@ async def _pg_tasks(request: pytest.FixtureRequest) -> AsyncIterator[PgTaskRepo]
         yield PgTaskRepo(db, project)
 
 
+@asynccontextmanager
+async def _hashing(request: pytest.FixtureRequest) -> AsyncIterator[HashingEmbedder]:
+    yield HashingEmbedder()
+
+
+@asynccontextmanager
+async def _hashing_64(request: pytest.FixtureRequest) -> AsyncIterator[HashingEmbedder]:
+    yield HashingEmbedder(dimension=64)
+
+
+@asynccontextmanager
+async def _ollama(request: pytest.FixtureRequest) -> AsyncIterator[OllamaEmbedder]:
+    with embedding_server() as server:
+        async with httpx.AsyncClient() as client:
+            embedder = OllamaEmbedder(client, server.url)
+            await embedder.open()
+            yield embedder
+
+
+@asynccontextmanager
+async def _openai(request: pytest.FixtureRequest) -> AsyncIterator[OpenAICompatibleEmbedder]:
+    with embedding_server(api_key="sk-test") as server:
+        async with httpx.AsyncClient() as client:
+            embedder = OpenAICompatibleEmbedder(
+                client, server.openai_url, OPENAI_MODEL, api_key="sk-test"
+            )
+            await embedder.open()
+            yield embedder
+
+
+@pytest.fixture(scope="session")
+def _local_embedder() -> LocalEmbedder:
+    """One LocalEmbedder for the session: loading the model takes seconds (at the first open)."""
+    return LocalEmbedder()
+
+
+@asynccontextmanager
+async def _local(request: pytest.FixtureRequest) -> AsyncIterator[LocalEmbedder]:
+    embedder: LocalEmbedder = request.getfixturevalue("_local_embedder")
+    await embedder.open()
+    yield embedder
+
+
 CHUNK_STORES: dict[str, Factory] = {"memory": _memory_store, "postgres": _pg_store}
 TASK_REPOS: dict[str, Factory] = {"memory": _memory_tasks, "postgres": _pg_tasks}
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {
-    "hash": HashingEmbedder,
-    "hash-64": lambda: HashingEmbedder(dimension=64),
+EMBEDDERS: dict[str, Factory] = {
+    "hash": _hashing,
+    "hash-64": _hashing_64,
+    "ollama": _ollama,
+    "openai": _openai,
 }
+if local_extra_installed():
+    EMBEDDERS["local"] = _local
 
 
 @pytest.fixture(params=sorted(CHUNK_STORES))
@@ -79,5 +134,7 @@ async def task_repo(request: pytest.FixtureRequest) -> AsyncIterator[TaskRepo]:
 
 
 @pytest.fixture(params=sorted(EMBEDDERS))
-def embedder(request: pytest.FixtureRequest) -> Embedder:
-    return EMBEDDERS[request.param]()
+async def embedder(request: pytest.FixtureRequest) -> AsyncIterator[Embedder]:
+    async with EMBEDDERS[request.param](request) as adapter:
+        assert isinstance(adapter, Embedder)
+        yield adapter

@@ -10,12 +10,15 @@ import shutil
 import sysconfig
 from pathlib import Path
 
+import httpx
 import pytest
 
 from adapters.local import LocalEmbedder
 from codebase_core.models import SearchMode
+from entrypoints.container import choose_embedder
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
+from tests.embedding_servers import unused_port
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
@@ -56,6 +59,17 @@ async def test_finds_functions_by_paraphrase_in_postgres(
             result = await cb.search(query, mode=SearchMode.SEMANTIC.value, limit=3)
             found = [(h.file_path, h.symbol) for h in result.hits]
             assert (path, symbol) in found, (query, found)
+
+
+async def test_auto_without_ollama_takes_the_local_model() -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    settings = Settings(embedder="auto", ollama_base_url=url)
+    async with httpx.AsyncClient() as client:
+        choice = await choose_embedder(settings.model_dump(), client)
+    assert choice.chosen == "local" and choice.embedder is not None
+    assert choice.embedder.model == "local/sentence-transformers/all-MiniLM-L6-v2"
+    assert choice.embedder.dimension == 384
+    assert "not reachable" in choice.reason
 
 
 async def test_vectors_are_unit_length_and_queries_rank_related_code() -> None:

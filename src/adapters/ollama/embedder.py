@@ -100,6 +100,11 @@ class OllamaEmbedder(RemoteEmbedder):
 
     async def _embed_legacy(self, text: str) -> list[float]:
         reply = await self.post_json("/api/embeddings", {"model": self.model_name, "prompt": text})
+        if reply.status == 404 and not isinstance(reply.body, dict):
+            raise self.unavailable(
+                "has neither /api/embed nor /api/embeddings: is it an Ollama server, and is "
+                "OLLAMA_BASE_URL its root (no /api suffix)?"
+            )
         self._raise_for(reply.status, reply.error_text)
         vector: list[float] = _field(reply.body, "embedding", self)
         return vector

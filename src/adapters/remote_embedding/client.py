@@ -177,7 +177,10 @@ class RemoteEmbedder(ABC):
         for v in vectors:
             if not isinstance(v, list) or not v:
                 raise self.unavailable("returned something that is not a vector")
-            floats = [float(x) for x in v]
+            try:
+                floats = [float(x) for x in v]
+            except (TypeError, ValueError):
+                raise self.unavailable("returned a vector holding something not a number") from None
             if not all(math.isfinite(x) for x in floats):
                 raise self.unavailable("returned a vector with NaN or infinite values")
             if self._dimension is None:
