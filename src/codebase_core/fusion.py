@@ -8,6 +8,9 @@ Two methods, both weighted and both producing a score in [0, 1]:
 - ``linear`` (convex combination of scores): ``(w_s * s + w_l * l) / (w_s + w_l)`` where ``s``
   is the semantic similarity in [0, 1] and ``l`` the normalised BM25 in [0, 1]; a chunk missing
   from a list contributes that list's lowest retrieved score (it ranked below all of them).
+  With ``normalisation="minmax"`` each list's scores are first rescaled to [0, 1] over the
+  candidates retrieved (best 1, worst 0), so the weights act on equal spreads, and a chunk
+  missing from a list contributes 0.
 
 Ties are broken by file path, then start line, so fusion is deterministic.
 """
@@ -33,6 +36,8 @@ class FusionConfig(BaseModel):
     semantic_weight: float = Field(default=1.0, ge=0.0)
     lexical_weight: float = Field(default=0.5, ge=0.0)
     rrf_k: int = Field(default=60, ge=1)
+    # linear only: "none" combines the scores as they are, "minmax" rescales each list first.
+    normalisation: Literal["none", "minmax"] = "none"
     # How many candidates each list contributes, as a multiple of the requested limit.
     candidate_multiplier: int = Field(default=5, ge=1)
     min_candidates: int = Field(default=50, ge=1)
@@ -43,6 +48,16 @@ class FusionConfig(BaseModel):
 
 def _key(chunk: Chunk) -> tuple[str, int]:
     return (chunk.file_path, chunk.start_line)
+
+
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    """Scores rescaled to [0, 1]; a list whose scores are all equal gets 1 everywhere."""
+    if not scores:
+        return scores
+    low, high = min(scores.values()), max(scores.values())
+    if high <= low:
+        return dict.fromkeys(scores, 1.0)
+    return {cid: (v - low) / (high - low) for cid, v in scores.items()}
 
 
 def fuse(
@@ -68,8 +83,12 @@ def fuse(
     else:
         sem = {sc.chunk.id: sc.score for sc in semantic}
         lex = {sc.chunk.id: sc.score for sc in lexical}
-        sem_floor = min(sem.values(), default=0.0)
-        lex_floor = min(lex.values(), default=0.0)
+        if config.normalisation == "minmax":
+            sem, lex = _minmax(sem), _minmax(lex)
+            sem_floor = lex_floor = 0.0
+        else:
+            sem_floor = min(sem.values(), default=0.0)
+            lex_floor = min(lex.values(), default=0.0)
         for sc in (*semantic, *lexical):
             chunks[sc.chunk.id] = sc.chunk
         fused = {
