@@ -107,6 +107,7 @@ def variants() -> dict[str, FusionConfig]:
                     lexical_weight=wl,
                     candidate_multiplier=mult,
                     min_candidates=min(MAX_DEPTH, 10 * mult),
+                    max_candidates=MAX_DEPTH,
                 )
     for norm in ("none", "minmax"):
         for wl in (1.0, 0.7, 0.5, 0.4, 0.3, 0.2, 0.1):
@@ -117,6 +118,7 @@ def variants() -> dict[str, FusionConfig]:
                     lexical_weight=wl,
                     candidate_multiplier=mult,
                     min_candidates=min(MAX_DEPTH, 10 * mult),
+                    max_candidates=MAX_DEPTH,
                 )
     return out
 

@@ -28,22 +28,26 @@ FusionMethod = Literal["rrf", "linear"]
 
 
 class FusionConfig(BaseModel):
-    """How hybrid search combines its two lists. Provisional defaults: see README."""
+    """How hybrid search combines its two lists. The defaults were tuned with all-MiniLM-L6-v2
+    on CoSQA and the own eval (``bench/tune_fusion.py``; figures in the README)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    method: FusionMethod = "rrf"
+    method: FusionMethod = "linear"
     semantic_weight: float = Field(default=1.0, ge=0.0)
     lexical_weight: float = Field(default=0.5, ge=0.0)
     rrf_k: int = Field(default=60, ge=1)
     # linear only: "none" combines the scores as they are, "minmax" rescales each list first.
-    normalisation: Literal["none", "minmax"] = "none"
-    # How many candidates each list contributes, as a multiple of the requested limit.
-    candidate_multiplier: int = Field(default=5, ge=1)
+    normalisation: Literal["none", "minmax"] = "minmax"
+    # How many candidates each list contributes: a multiple of the requested limit, within
+    # bounds (100 for the default limit of 10; at most 200, which bounds the cost of limit=50).
+    candidate_multiplier: int = Field(default=10, ge=1)
     min_candidates: int = Field(default=50, ge=1)
+    max_candidates: int = Field(default=200, ge=1)
 
     def depth(self, limit: int) -> int:
-        return max(self.min_candidates, limit * self.candidate_multiplier)
+        wanted = max(self.min_candidates, limit * self.candidate_multiplier)
+        return max(limit, min(self.max_candidates, wanted))
 
 
 def _key(chunk: Chunk) -> tuple[str, int]:

@@ -211,6 +211,7 @@ class Container(containers.DeclarativeContainer):
     fusion = providers.Singleton(
         FusionConfig,
         method=config.fusion_method,
+        normalisation=config.fusion_normalisation,
         semantic_weight=config.fusion_semantic_weight,
         lexical_weight=config.fusion_lexical_weight,
         rrf_k=config.fusion_rrf_k,

@@ -32,13 +32,18 @@ methods = st.sampled_from(["rrf", "linear"])
 weights = st.floats(0.01, 5)
 
 
-@given(lists, lists, methods, weights, weights)
+@given(lists, lists, methods, st.sampled_from(["none", "minmax"]), weights, weights)
 def test_fused_scores_in_unit_interval_sorted_and_complete(
-    a: list[int], b: list[int], method: str, ws: float, wl: float
+    a: list[int], b: list[int], method: str, normalisation: str, ws: float, wl: float
 ) -> None:
     sem = _ranked(a, sorted((1 - i / 40 for i in range(len(a))), reverse=True))
     lex = _ranked(b, sorted((1 - i / 40 for i in range(len(b))), reverse=True))
-    cfg = FusionConfig(method=method, semantic_weight=ws, lexical_weight=wl)  # type: ignore[arg-type]
+    cfg = FusionConfig(
+        method=method,  # type: ignore[arg-type]
+        normalisation=normalisation,  # type: ignore[arg-type]
+        semantic_weight=ws,
+        lexical_weight=wl,
+    )
     fused = fuse(sem, lex, cfg)
     assert {f.chunk.id for f in fused} == {f"c{i}" for i in (*a, *b)}
     assert all(0.0 <= f.score <= 1.0 for f in fused)
@@ -53,16 +58,35 @@ def test_identical_lists_keep_their_order(a: list[int], method: str) -> None:
 
 
 def test_first_in_both_scores_one_with_rrf() -> None:
-    fused = fuse(_ranked([1, 2], [0.9, 0.5]), _ranked([1, 3], [0.7, 0.2]), FusionConfig())
+    rrf = FusionConfig(method="rrf")
+    fused = fuse(_ranked([1, 2], [0.9, 0.5]), _ranked([1, 3], [0.7, 0.2]), rrf)
     assert fused[0].chunk.id == "c1" and fused[0].score == 1.0
 
 
 def test_weights_decide_disagreements() -> None:
     sem, lex = _ranked([1, 2], [0.9, 0.8]), _ranked([2, 1], [0.9, 0.1])
-    assert fuse(sem, lex, FusionConfig(semantic_weight=1, lexical_weight=0.2))[0].chunk.id == "c1"
-    assert fuse(sem, lex, FusionConfig(semantic_weight=0.2, lexical_weight=1))[0].chunk.id == "c2"
-    lin = FusionConfig(method="linear", semantic_weight=0.5, lexical_weight=0.5)
-    assert fuse(sem, lex, lin)[0].chunk.id == "c2"  # (0.8 + 0.9) / 2 beats (0.9 + 0.1) / 2
+    for method in ("rrf", "linear"):
+        semantic_first = FusionConfig(method=method, semantic_weight=1, lexical_weight=0.2)
+        lexical_first = FusionConfig(method=method, semantic_weight=0.2, lexical_weight=1)
+        assert fuse(sem, lex, semantic_first)[0].chunk.id == "c1"
+        assert fuse(sem, lex, lexical_first)[0].chunk.id == "c2"
+    raw = FusionConfig(method="linear", normalisation="none", semantic_weight=1, lexical_weight=1)
+    assert fuse(sem, lex, raw)[0].chunk.id == "c2"  # (0.8 + 0.9) / 2 beats (0.9 + 0.1) / 2
+
+
+def test_minmax_weighs_each_list_by_its_spread_not_its_scale() -> None:
+    # Semantic scores bunch together (cosines of one query), lexical ones spread out: raw
+    # scores let the small semantic gap count for little; rescaled, both gaps count fully.
+    sem = _ranked([1, 2, 3], [0.80, 0.78, 0.76])
+    lex = _ranked([2, 1, 3], [0.90, 0.75, 0.10])
+    raw = FusionConfig(method="linear", normalisation="none", semantic_weight=1, lexical_weight=1)
+    assert fuse(sem, lex, raw)[0].chunk.id == "c2"
+    mm = FusionConfig(
+        method="linear", normalisation="minmax", semantic_weight=1.2, lexical_weight=1
+    )
+    fused = fuse(sem, lex, mm)
+    assert fused[0].chunk.id == "c1"  # 1.2 * 1 + 1 * 0.8125 beats 1.2 * 0.5 + 1 * 1
+    assert fused[-1].chunk.id == "c3" and fused[-1].score == 0.0
 
 
 def test_zero_weight_list_is_ignored() -> None:
@@ -76,3 +100,9 @@ def test_ties_break_by_path() -> None:
         _ranked([5], [0.5]), _ranked([3], [0.5]), FusionConfig(semantic_weight=1, lexical_weight=1)
     )
     assert [f.chunk.id for f in fused] == ["c3", "c5"]
+
+
+def test_candidate_depth_is_bounded() -> None:
+    cfg = FusionConfig()
+    assert (cfg.depth(1), cfg.depth(10), cfg.depth(50)) == (50, 100, 200)
+    assert FusionConfig(max_candidates=20).depth(30) == 30  # never fewer than the limit

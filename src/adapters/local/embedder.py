@@ -151,7 +151,8 @@ class LocalEmbedder:
                 vectors[i] = row
         truncated = sum(1 for n in lengths if n > self._max_tokens)
         if truncated and kind == "document":
-            log.warning(
+            # Per batch, so debug: the indexing result counts them, and the CLI says so once.
+            log.debug(
                 "%d of %d texts exceed %d tokens: %s embeds their beginning",
                 truncated,
                 len(texts),

@@ -134,7 +134,8 @@ class RemoteEmbedder(ABC):
     async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
         cut, truncated = self._truncate(texts)
         if truncated:
-            log.warning(
+            # Per batch, so debug: the indexing result counts them, and the CLI says so once.
+            log.debug(
                 "%d of %d texts exceed %d characters: %s embeds their beginning",
                 truncated,
                 len(texts),
