@@ -168,6 +168,19 @@ async def test_model_change_requires_force() -> None:
     assert repo.embedding_model == "hash-128" and result.chunks_embedded == 1
 
 
+async def test_a_lexical_only_repository_gains_vectors_without_force() -> None:
+    files = {"a.py": b"def f():\n    return 1\n", "b.py": b"def g():\n    return 2\n"}
+    tree, store = InMemorySourceTree({ROOT: files}), InMemoryChunkStore()
+    await _service(tree, store, None).index(ROOT)
+    result = await _service(tree, store, HashingEmbedder(64)).index(ROOT)
+    assert result.files_indexed == 2 and result.chunks_embedded == 2
+    repo = await store.get_repository(result.repository_id)
+    assert repo.embedding_model == "hash-64"
+    # The other way would lose vectors: that still needs force.
+    with pytest.raises(ModelMismatch, match="--force"):
+        await _service(tree, store, None).index(ROOT)
+
+
 async def test_relative_root_is_rejected() -> None:
     with pytest.raises(ValidationFailed, match="absolute"):
         await _service(InMemorySourceTree(), InMemoryChunkStore(), None).index("repo")

@@ -158,6 +158,10 @@ class IndexingService:
         existing = await self._store.find_repository(root)
         model = self._embedder.model if self._embedder is not None else None
         dimension = self._embedder.dimension if self._embedder is not None else None
+        # A lexical-only repository gaining an embedder has no vectors to mix up: every file
+        # is re-chunked and embedded, as with force (say, after installing the local extra).
+        if existing is not None and existing.embedding_model is None and model is not None:
+            force = True
         if (
             existing is not None
             and existing.chunk_count
