@@ -8,7 +8,7 @@ async with open_codebase() as cb:
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -58,8 +58,8 @@ class Codebase:
         project_id: str,
         *,
         store: ChunkStore,
-        indexing: IndexingService,
-        search: SearchService,
+        indexing: Callable[[], Awaitable[IndexingService]],
+        search: Callable[[], Awaitable[SearchService]],
         tasks: TaskService,
         database_name: str | None,
     ) -> None:
@@ -67,9 +67,25 @@ class Codebase:
         self.database_name = database_name
         """The Postgres schema holding this project (None with the memory store)."""
         self._store = store
-        self._indexing = indexing
-        self._search = search
+        # Built on first use: they need the embedder, which may load a model or probe a server,
+        # and listing repositories or tracking tasks should not wait for that.
+        self._make_indexing = indexing
+        self._make_search = search
+        self._indexing: IndexingService | None = None
+        self._search: SearchService | None = None
         self._tasks = tasks
+
+    async def indexing_service(self) -> IndexingService:
+        """The indexing service (its embedder is chosen and opened on the first call)."""
+        if self._indexing is None:
+            self._indexing = await self._make_indexing()
+        return self._indexing
+
+    async def search_service(self) -> SearchService:
+        """The search service (its embedder is chosen and opened on the first call)."""
+        if self._search is None:
+            self._search = await self._make_search()
+        return self._search
 
     async def index(
         self,
@@ -87,7 +103,8 @@ class Codebase:
         phase ``waiting``); ``wait=False`` raises ``RepositoryBusy`` instead.
         """
         root = resolve_repo_path(path)
-        return await self._indexing.index(
+        service = await self.indexing_service()
+        return await service.index(
             root, name=name, force=force, progress=progress, cancel=cancel, wait=wait
         )
 
@@ -103,7 +120,7 @@ class Codebase:
         language: str | None = None,
     ) -> SearchResult:
         """Ranked chunks for a natural-language or identifier query."""
-        service = self._search
+        service = await self.search_service()
         q = SearchQuery.build(
             query,
             mode=mode,
@@ -154,8 +171,8 @@ async def open_codebase(
         yield Codebase(
             project,
             store=await _resolve(container.chunk_store()),
-            indexing=await _resolve(container.indexing_service()),
-            search=await _resolve(container.search_service()),
+            indexing=lambda: _resolve(container.indexing_service()),
+            search=lambda: _resolve(container.search_service()),
             tasks=await _resolve(container.task_service()),
             database_name=schema_name(project) if resolved.store == "postgres" else None,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ from codebase_core.errors import EmbedderUnavailable
 from entrypoints import container as container_module
 from entrypoints.cli.main import main
 from entrypoints.container import choose_embedder
+from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
 from tests.embedding_servers import embedding_server, unused_port
 
@@ -98,3 +100,17 @@ def test_doctor_fails_when_the_chosen_embedder_is_down(
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "NOT REACHABLE" in out and url in out and "ollama pull nomic-embed-text" in out
+
+
+async def test_an_unreachable_embedder_only_fails_what_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEBASE_MCP_EMBEDDER", "ollama")
+    monkeypatch.setenv("OLLAMA_BASE_URL", f"http://127.0.0.1:{unused_port()}")
+    monkeypatch.setenv("CODEBASE_MCP_EMBEDDING_RETRIES", "0")
+    async with open_codebase(Settings(store="memory")) as cb:
+        assert await cb.repositories() == []
+        task = await cb.tasks.create("Works without an embedder")
+        assert task.title == "Works without an embedder"
+        with pytest.raises(EmbedderUnavailable, match="ollama pull"):
+            await cb.index(tmp_path)

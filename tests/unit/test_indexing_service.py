@@ -422,3 +422,40 @@ async def test_truncated_chunks_are_counted_in_the_result() -> None:
     )
     result = await service.index(ROOT)
     assert result.chunks_embedded == 2 and result.chunks_truncated == 1
+
+
+class _HeldStore(InMemoryChunkStore):
+    """Each write waits until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def replace_files(self, repository_id, files):  # type: ignore[no-untyped-def]
+        self.writing.set()
+        await self.release.wait()
+        await super().replace_files(repository_id, files)
+
+
+async def test_cancelling_the_run_lets_a_started_write_finish() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(6)}
+    store = _HeldStore()
+    service = IndexingService(
+        store,
+        InMemorySourceTree({ROOT: files}),
+        CHUNKER,
+        TOKENS,
+        HashingEmbedder(64),
+        batch_files=2,
+    )
+    run = asyncio.create_task(service.index(ROOT))
+    await store.writing.wait()
+    run.cancel()
+    await asyncio.sleep(0)
+    store.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    # The first batch's write was not cut off: both of its files are stored, whole.
+    stored = await store.file_hashes(indexing.repository_id_for(ROOT))
+    assert len(stored) == 2

@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import importlib.util
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ class LocalEmbedder:
         self._dimension = 0
         self._max_tokens = 0
         self._load_lock = asyncio.Lock()
+        # Hugging Face tokenizers fail when one is used from two threads at once ("Already
+        # borrowed"): a search during an index would hit it.
+        self._encode_lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -125,6 +129,10 @@ class LocalEmbedder:
         return (await asyncio.to_thread(self._encode, [text], "query")).vectors[0]
 
     def _encode(self, texts: list[str], kind: str) -> Embeddings:
+        with self._encode_lock:
+            return self._encode_locked(texts, kind)
+
+    def _encode_locked(self, texts: list[str], kind: str) -> Embeddings:
         model = self._model
         # One more token than the model takes tells "fits" from "truncated" without
         # tokenising a whole long file.

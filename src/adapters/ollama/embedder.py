@@ -66,13 +66,13 @@ class OllamaEmbedder(RemoteEmbedder):
         url = redact_url(self.base_url)
         try:
             response = await self._client.get(self.base_url + "/api/tags", timeout=timeout_s)
-        except httpx.TransportError as e:
+        except httpx.RequestError as e:
             return False, f"Ollama at {url} is not reachable ({type(e).__name__})"
         if response.status_code != 200:
             return False, f"Ollama at {url} answered HTTP {response.status_code} to /api/tags"
         try:
             names = {m.get("name") for m in response.json().get("models", [])}
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, TypeError):
             return False, f"{url} does not answer like Ollama (/api/tags)"
         if self.model_name not in names:
             return False, f"Ollama at {url} does not have {self.model_name}"

@@ -63,8 +63,8 @@ class ServerReply:
             if isinstance(err, dict):
                 err = err.get("message", err)
             body = err
-        text = str(body).strip()
-        return text if len(text) <= 300 else text[:297] + "..."
+        # Not shortened here: a secret must be redacted before the text is cut (see unavailable).
+        return str(body).strip()
 
 
 def redact_url(url: str) -> str:
@@ -203,7 +203,10 @@ class RemoteEmbedder(ABC):
         return EmbedderUnavailable(message, url=redact_url(self.base_url), model=self.model_name)
 
     def _redacted(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        """``text`` without the secret, then cut to a readable length."""
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return text if len(text) <= 400 else text[:397] + "..."
 
     async def post_json(
         self, path: str, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -224,6 +227,8 @@ class RemoteEmbedder(ABC):
                 reason = f"did not answer within {self.options.timeout_s:g} s"
             except httpx.TransportError as e:
                 reason = f"is not reachable ({type(e).__name__}: {e})"
+            except httpx.RequestError as e:  # redirects, undecodable bodies: not transient
+                raise self.unavailable(f"failed ({type(e).__name__}: {e})") from None
             else:
                 reply = ServerReply(response.status_code, _body(response))
                 if response.status_code != 429 and response.status_code < 500:

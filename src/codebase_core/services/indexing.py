@@ -237,24 +237,27 @@ class IndexingService:
                 truncated += n_truncated
                 token.raise_if_cancelled()
                 if writing is not None:
-                    await writing
+                    # Shielded: cancelling the run does not cancel a write it has started.
+                    await asyncio.shield(writing)
                 writing = asyncio.create_task(write(prepared, len(batch)))
             if writing is not None:
-                await writing
+                await asyncio.shield(writing)
         finally:
-            for task in ahead:
-                task.cancel()
-            for task in ahead:
-                with contextlib.suppress(asyncio.CancelledError, CoreError):
-                    await task
-            # A write already started completes (it is one transaction): the store stays
-            # consistent whatever stopped the run.
-            if writing is not None:
-                with contextlib.suppress(CoreError):
-                    await writing
-            if pool is not None:
-                # Queued batches are dropped; one a worker has started finishes first.
-                await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+            try:
+                for task in ahead:
+                    task.cancel()
+                for task in ahead:
+                    with contextlib.suppress(asyncio.CancelledError, CoreError):
+                        await task
+                # A write already started completes (it is one transaction); its own failure,
+                # if any, was raised above or gives way to what stopped the run.
+                if writing is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(writing)
+            finally:
+                if pool is not None:
+                    # Queued batches are dropped; one a worker has started finishes first.
+                    await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
 
         # A file that changed but could no longer be read keeps no stale chunks.
         unreadable = [e.path for e in errors if e.path in stored and e.path in scanned]
