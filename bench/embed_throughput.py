@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit
-from entrypoints.container import build_container
+from entrypoints.container import running_container
 from entrypoints.settings import Settings
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -42,8 +42,7 @@ async def _index(
         embedding_batch_size=batch,
         index_batch_files=batch_files,
     )
-    container = build_container(settings)
-    try:
+    async with running_container(settings) as container:
         embedder = await container.embedder()
         indexing = await container.indexing_service()
         store = await container.chunk_store()
@@ -62,10 +61,6 @@ async def _index(
             "texts": list(texts.values()),
             "model": embedder._model,
         }
-    finally:
-        stopped = container.shutdown_resources()
-        if stopped is not None:
-            await stopped
 
 
 def _raw(model: Any, texts: list[str], batch: int) -> float:

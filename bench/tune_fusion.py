@@ -42,7 +42,7 @@ from codebase_core.models import (
 )
 from codebase_core.ports import ChunkStore, Embedder
 from codebase_core.services import SearchService
-from entrypoints.container import build_container
+from entrypoints.container import running_container
 from entrypoints.settings import Settings
 
 MAX_DEPTH = 100
@@ -200,8 +200,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         project="fusion-tuning",
         chunk_min_tokens=args.chunk_min_tokens,
     )
-    container = build_container(settings)
-    try:
+    async with running_container(settings) as container:
         store = await container.chunk_store()
         embedder = await container.embedder()
         indexing = await container.indexing_service()
@@ -259,10 +258,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             key=lambda kv: kv[1]["cosqa"]["mrr@10"] + kv[1]["own"]["mrr@10"],
         )
         result["best_by_sum_of_mrr"] = {"variant": best[0], **best[1]}
-    finally:
-        stopped = container.shutdown_resources()
-        if stopped is not None:
-            await stopped
     return result
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,9 @@ from adapters.filesystem import LocalSourceTree
 from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from adapters.ollama import DEFAULT_MAX_INPUT_CHARS as OLLAMA_MAX_CHARS
 from adapters.ollama import OllamaEmbedder
+from adapters.openai import DEFAULT_MAX_INPUT_CHARS as OPENAI_MAX_CHARS
 from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo
 from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
@@ -51,9 +55,6 @@ async def postgres_database(
 
 log = logging.getLogger("codebase_mcp")
 
-# Default input limits of the HTTP embedders, in characters (see HttpEmbeddingOptions).
-_MAX_CHARS = {"ollama": 6_000, "openai": 24_000}
-
 
 @dataclass(frozen=True, slots=True)
 class EmbedderChoice:
@@ -71,13 +72,13 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def _options(config: Mapping[str, Any], kind: str) -> HttpEmbeddingOptions:
+def _options(config: Mapping[str, Any], default_max_chars: int) -> HttpEmbeddingOptions:
     return HttpEmbeddingOptions(
         batch_size=config["embedding_batch_size"],
         max_in_flight=config["embedding_concurrency"],
         timeout_s=config["embedding_timeout"],
         retries=config["embedding_retries"],
-        max_input_chars=config["embedding_max_chars"] or _MAX_CHARS[kind],
+        max_input_chars=config["embedding_max_chars"] or default_max_chars,
     )
 
 
@@ -86,12 +87,34 @@ def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbed
         client,
         config["ollama_base_url"],
         config["ollama_embedding_model"],
-        _options(config, "ollama"),
+        _options(config, OLLAMA_MAX_CHARS),
     )
 
 
-def _local(config: Mapping[str, Any]) -> LocalEmbedder:
+def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompatibleEmbedder:
+    key = config["openai_api_key"]
+    return OpenAICompatibleEmbedder(
+        client,
+        config["openai_base_url"],
+        config["embedding_model"],
+        key.get_secret_value() if key is not None else None,
+        _options(config, OPENAI_MAX_CHARS),
+    )
+
+
+def _local(config: Mapping[str, Any], client: httpx.AsyncClient) -> LocalEmbedder:
+    """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
     return LocalEmbedder(config["local_model"], batch_size=config["embedding_batch_size"])
+
+
+# The embedders that must be opened (a server asked, a model loaded) before use.
+_OPENED: dict[
+    str,
+    Callable[
+        [Mapping[str, Any], httpx.AsyncClient],
+        OllamaEmbedder | OpenAICompatibleEmbedder | LocalEmbedder,
+    ],
+] = {"ollama": _ollama, "openai": _openai, "local": _local}
 
 
 async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) -> EmbedderChoice:
@@ -103,38 +126,22 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
     if requested == "hash":
         hashing = HashingEmbedder(dimension=config["hash_dimension"])
         return EmbedderChoice(hashing, requested, "hash", "CODEBASE_MCP_EMBEDDER=hash")
-    if requested == "ollama":
-        ollama = _ollama(config, client)
-        await ollama.open()
-        return EmbedderChoice(ollama, requested, "ollama", "CODEBASE_MCP_EMBEDDER=ollama")
-    if requested == "openai":
-        key = config["openai_api_key"]
-        openai = OpenAICompatibleEmbedder(
-            client,
-            config["openai_base_url"],
-            config["embedding_model"],
-            key.get_secret_value() if key is not None else None,
-            _options(config, "openai"),
-        )
-        await openai.open()
-        return EmbedderChoice(openai, requested, "openai", "CODEBASE_MCP_EMBEDDER=openai")
-    if requested == "local":
-        local = _local(config)
-        await local.open()
-        return EmbedderChoice(local, requested, "local", "CODEBASE_MCP_EMBEDDER=local")
-    # auto
-    ollama = _ollama(config, client)
-    found, why_not_ollama = await ollama.has_model()
+    if requested != "auto":
+        explicit = _OPENED[requested](config, client)
+        await explicit.open()
+        return EmbedderChoice(explicit, requested, requested, f"CODEBASE_MCP_EMBEDDER={requested}")
+    server = _ollama(config, client)
+    found, why_not_ollama = await server.has_model()
     if found:
         try:
-            await ollama.open()
-            return EmbedderChoice(ollama, requested, "ollama", why_not_ollama)
+            await server.open()
+            return EmbedderChoice(server, requested, "ollama", why_not_ollama)
         except EmbedderUnavailable as e:
             why_not_ollama = e.message
     if not local_extra_installed():
         reason = f"{why_not_ollama}; the local extra is not installed: lexical search only"
         return EmbedderChoice(None, requested, "none", reason)
-    local = _local(config)
+    local = _local(config, client)
     try:
         await local.open()
     except EmbedderUnavailable as e:
@@ -248,3 +255,15 @@ def build_container(settings: Settings | None = None) -> Container:
     ):
         provider.enable_async_mode()
     return container
+
+
+@asynccontextmanager
+async def running_container(settings: Settings | None = None) -> AsyncIterator[Container]:
+    """``build_container(settings)``, with its started resources shut down on exit."""
+    container = build_container(settings)
+    try:
+        yield container
+    finally:
+        stopped = container.shutdown_resources()
+        if inspect.isawaitable(stopped):
+            await stopped

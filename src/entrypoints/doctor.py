@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from codebase_core.errors import CoreError
-from entrypoints.container import EmbedderChoice, build_container
+from entrypoints.container import EmbedderChoice, running_container
 from entrypoints.settings import Settings
 
 
 async def diagnose(settings: Settings) -> dict[str, Any]:
     """A report with a ``store`` and an ``embedder`` section; ``ok`` when both are usable."""
-    container = build_container(settings)
-    try:
+    async with running_container(settings) as container:
         store = await _store(container, settings)
         embedder = await _embedder(container, settings)
-    finally:
-        stopped = container.shutdown_resources()
-        if inspect.isawaitable(stopped):
-            await stopped
     return {
         "ok": store["reachable"] and embedder["reachable"],
         "store": store,

@@ -31,7 +31,7 @@ from codebase_core.services import (
     SearchService,
     TaskService,
 )
-from entrypoints.container import build_container
+from entrypoints.container import running_container
 from entrypoints.settings import Settings
 
 T = TypeVar("T")
@@ -166,8 +166,7 @@ async def open_codebase(
     resolved = (settings or Settings()).model_copy()
     project = check_project_id(project_id or resolved.project)
     resolved.project = project
-    container = build_container(resolved)
-    try:
+    async with running_container(resolved) as container:
         yield Codebase(
             project,
             store=await _resolve(container.chunk_store()),
@@ -176,7 +175,3 @@ async def open_codebase(
             tasks=await _resolve(container.task_service()),
             database_name=schema_name(project) if resolved.store == "postgres" else None,
         )
-    finally:
-        stopped = container.shutdown_resources()
-        if stopped is not None:
-            await stopped

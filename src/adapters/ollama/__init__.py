@@ -1,5 +1,10 @@
 """Ollama embeddings over HTTP."""
 
-from adapters.ollama.embedder import DEFAULT_BASE_URL, DEFAULT_MODEL, OllamaEmbedder
+from adapters.ollama.embedder import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MAX_INPUT_CHARS,
+    DEFAULT_MODEL,
+    OllamaEmbedder,
+)
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OllamaEmbedder"]
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_INPUT_CHARS", "DEFAULT_MODEL", "OllamaEmbedder"]

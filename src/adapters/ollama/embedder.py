@@ -13,6 +13,9 @@ log = logging.getLogger("codebase_mcp.embedder")
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 DEFAULT_MODEL = "nomic-embed-text"
+# nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
+# code. Ollama also truncates itself ("truncate": true).
+DEFAULT_MAX_INPUT_CHARS = 6_000
 
 # Task prefixes the models' cards ask for: (document, query).
 _PREFIXES: dict[str, tuple[str, str]] = {
@@ -42,11 +45,8 @@ class OllamaEmbedder(RemoteEmbedder):
         model: str = DEFAULT_MODEL,
         options: HttpEmbeddingOptions | None = None,
     ) -> None:
-        # nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000
-        # characters of code. Ollama also truncates itself ("truncate": true).
-        super().__init__(
-            client, base_url, tagged(model), options or HttpEmbeddingOptions(max_input_chars=6000)
-        )
+        options = options or HttpEmbeddingOptions(max_input_chars=DEFAULT_MAX_INPUT_CHARS)
+        super().__init__(client, base_url, tagged(model), options)
         self._pull_name = model
         self._document_prefix, self._query_prefix = _PREFIXES.get(_family(model), ("", ""))
         self._legacy = False

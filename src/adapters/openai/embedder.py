@@ -11,6 +11,9 @@ from adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "text-embedding-3-small"
+# OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that. Servers of
+# smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
+DEFAULT_MAX_INPUT_CHARS = 24_000
 
 
 class OpenAICompatibleEmbedder(RemoteEmbedder):
@@ -24,15 +27,8 @@ class OpenAICompatibleEmbedder(RemoteEmbedder):
         api_key: str | None = None,
         options: HttpEmbeddingOptions | None = None,
     ) -> None:
-        # OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that.
-        # Servers of smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
-        super().__init__(
-            client,
-            base_url,
-            model,
-            options or HttpEmbeddingOptions(max_input_chars=24_000),
-            secret=api_key,
-        )
+        options = options or HttpEmbeddingOptions(max_input_chars=DEFAULT_MAX_INPUT_CHARS)
+        super().__init__(client, base_url, model, options, secret=api_key)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def __repr__(self) -> str:
