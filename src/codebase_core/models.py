@@ -271,6 +271,8 @@ class SearchHit(_Frozen):
     context_before: str = ""
     context_after: str = ""
     other_locations: list[Location] = Field(default_factory=list)
+    # The file is gone or its content differs from what was indexed (re-index to refresh).
+    stale: bool = False
 
 
 class SearchResult(_Frozen):
@@ -478,13 +480,18 @@ class TaskPage(_Frozen):
     total_count: int
 
 
-class Project(_Frozen):
-    """A workspace: an isolated set of repositories, chunks and tasks."""
+class ProjectInfo(_Frozen):
+    """A workspace (an isolated set of repositories, chunks and tasks) and its size."""
 
     id: str
+    # The Postgres schema holding the project (None with the memory store).
+    database_name: str | None
     repositories: int = 0
+    files: int = 0
     chunks: int = 0
     tasks: int = 0
+    # Bytes on disk (tables, indexes), where the store can tell.
+    size_bytes: int | None = None
 
 
 ProgressPhase = Literal[

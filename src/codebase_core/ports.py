@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from codebase_core.models import (
@@ -89,8 +90,11 @@ class ChunkStore(Protocol):
         """Remove a repository with all its files and chunks; ``RepositoryNotFound`` if absent."""
         ...
 
-    async def file_hashes(self, repository_id: str) -> dict[str, str]:
-        """Indexed files of a repository: relative path to content hash."""
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        """Indexed files of a repository (or those of ``paths`` that are indexed): relative
+        path to content hash."""
         ...
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
@@ -214,6 +218,7 @@ class SourceTree(Protocol):
     raises ``ValidationFailed`` when ``root`` is not an existing directory, and reports files it
     had to skip for a reason the user should see (unreadable) in ``errors``. ``read_text``
     decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded.
+    ``changed`` never raises for a file: one it cannot read counts as changed.
     """
 
     async def scan(self, root: str) -> ScanResult:
@@ -222,6 +227,15 @@ class SourceTree(Protocol):
 
     async def read_text(self, root: str, path: str) -> str:
         """The decoded text of ``root``/``path``."""
+        ...
+
+    async def changed(
+        self, root: str, indexed: Mapping[str, str], since: datetime | None
+    ) -> set[str]:
+        """Of ``indexed`` (relative path to the content hash it was indexed with), the files
+        that are gone or whose bytes differ now. A file not modified after ``since`` is taken
+        as unchanged without being read (a stat per file, a hash only of files touched since).
+        """
         ...
 
 

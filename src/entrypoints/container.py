@@ -21,13 +21,14 @@ from adapters.ollama import DEFAULT_MAX_INPUT_CHARS as OLLAMA_MAX_CHARS
 from adapters.ollama import OllamaEmbedder
 from adapters.openai import DEFAULT_MAX_INPUT_CHARS as OPENAI_MAX_CHARS
 from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo
+from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
 from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig
-from codebase_core.ports import Embedder
+from codebase_core.models import check_project_id
+from codebase_core.ports import ChunkStore, Embedder, TaskRepo
 from codebase_core.services import IndexingService, SearchService, TaskService
 from entrypoints.settings import Settings
 
@@ -54,6 +55,56 @@ async def postgres_database(
 
 
 log = logging.getLogger("codebase_mcp")
+
+
+class ProjectStores:
+    """Each project's chunk store and task repository, created on first use and kept for the
+    life of the process (a server answers for many projects). ``database`` None: memory."""
+
+    def __init__(self, database: PgDatabase | None, ann: AnnConfig) -> None:
+        self._database = database
+        self._ann = ann
+        self._stores: dict[str, ChunkStore] = {}
+        self._repos: dict[str, TaskRepo] = {}
+
+    @property
+    def database(self) -> PgDatabase | None:
+        """The Postgres database (None for the memory store)."""
+        return self._database
+
+    def database_name(self, project_id: str) -> str | None:
+        """The Postgres schema of a project (None for the memory store)."""
+        return schema_name(project_id) if self._database is not None else None
+
+    def chunk_store(self, project_id: str) -> ChunkStore:
+        pid = check_project_id(project_id)
+        store = self._stores.get(pid)
+        if store is None:
+            db = self._database
+            store = InMemoryChunkStore() if db is None else PgChunkStore(db, pid, ann=self._ann)
+            self._stores[pid] = store
+        return store
+
+    def task_repo(self, project_id: str) -> TaskRepo:
+        pid = check_project_id(project_id)
+        repo = self._repos.get(pid)
+        if repo is None:
+            db = self._database
+            repo = InMemoryTaskRepo() if db is None else PgTaskRepo(db, pid)
+            self._repos[pid] = repo
+        return repo
+
+    async def project_ids(self) -> list[str]:
+        """Every project: those in the database, or those used by this process (memory)."""
+        if self._database is None:
+            return sorted(set(self._stores) | set(self._repos))
+        return [pid for pid, _ in await self._database.projects()]
+
+    async def sizes(self) -> dict[str, int]:
+        """Bytes on disk per project (empty for the memory store)."""
+        if self._database is None:
+            return {}
+        return await self._database.workspace_sizes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,17 +251,22 @@ class Container(containers.DeclarativeContainer):
         max_file_bytes=config.max_file_bytes,
         allow_secrets=config.allow_secrets,
     )
-    chunk_store = providers.Selector(
-        config.store,
-        memory=providers.Singleton(InMemoryChunkStore),
-        postgres=providers.Singleton(
-            PgChunkStore, database=database, project_id=config.project, ann=ann
-        ),
+    project_stores = providers.Singleton(
+        ProjectStores,
+        database=providers.Selector(config.store, memory=providers.Object(None), postgres=database),
+        ann=ann,
     )
-    task_repo = providers.Selector(
-        config.store,
-        memory=providers.Singleton(InMemoryTaskRepo),
-        postgres=providers.Singleton(PgTaskRepo, database=database, project_id=config.project),
+    # The configured project's; other projects' through ``project_stores`` (or pass
+    # ``project_id=`` to these two).
+    chunk_store = providers.Callable(
+        lambda stores, project_id: stores.chunk_store(project_id),
+        stores=project_stores,
+        project_id=config.project,
+    )
+    task_repo = providers.Callable(
+        lambda stores, project_id: stores.task_repo(project_id),
+        stores=project_stores,
+        project_id=config.project,
     )
     http = providers.Resource(http_client)
     embedder_choice = providers.Resource(embedder_choice, config=config, client=http)
@@ -235,7 +291,7 @@ class Container(containers.DeclarativeContainer):
         workers=providers.Callable(lambda n: n or 1, config.index_workers),
     )
     search_service = providers.Factory(
-        SearchService, store=chunk_store, embedder=embedder, fusion=fusion
+        SearchService, store=chunk_store, embedder=embedder, fusion=fusion, source=source_tree
     )
     task_service = providers.Factory(TaskService, repo=task_repo)
 
@@ -245,6 +301,7 @@ def build_container(settings: Settings | None = None) -> Container:
     container = Container()
     container.config.from_pydantic(settings or Settings())
     for provider in (
+        container.project_stores,
         container.chunk_store,
         container.task_repo,
         container.embedder_choice,

@@ -7,17 +7,19 @@ async with open_codebase() as cb:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from adapters.postgres import schema_name
 from codebase_core.errors import ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
     IndexResult,
+    ProjectInfo,
     Repository,
     SearchQuery,
     SearchResult,
@@ -31,7 +33,7 @@ from codebase_core.services import (
     SearchService,
     TaskService,
 )
-from entrypoints.container import running_container
+from entrypoints.container import Container, ProjectStores, running_container
 from entrypoints.settings import Settings
 
 T = TypeVar("T")
@@ -133,6 +135,28 @@ class Codebase:
         )
         return await service.search(q)
 
+    async def refresh(
+        self,
+        repository_id: str | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> list[IndexResult]:
+        """Bring the repositories a search would cover up to date (incrementally: cheap when
+        nothing changed). A repository whose root is gone is left as it is (its hits come
+        back ``stale``)."""
+        if repository_id is not None:
+            repos = [await self._store.get_repository(repository_id)]
+        else:
+            repos = await self._store.list_repositories()
+        present = [r for r in repos if await asyncio.to_thread(os.path.isdir, r.path)]
+        service = await self.indexing_service() if present else None
+        results: list[IndexResult] = []
+        for repo in present:
+            if service is None:
+                break
+            results.append(await service.index(repo.path, name=repo.name, progress=progress))
+        return results
+
     async def repositories(self) -> list[Repository]:
         """Indexed repositories with their file and chunk counts."""
         return await self._store.list_repositories()
@@ -158,20 +182,73 @@ async def _resolve(provided: T | Awaitable[T]) -> T:
     return provided
 
 
+class Workspaces:
+    """Every project (workspace) of one store, each opened as a ``Codebase`` on first use.
+
+    One container underneath: one database pool and one embedder shared by all projects.
+    """
+
+    def __init__(self, container: Container, default_project: str) -> None:
+        self._container = container
+        self.default_project = check_project_id(default_project)
+        self._codebases: dict[str, Codebase] = {}
+
+    async def codebase(self, project_id: str | None = None) -> Codebase:
+        """The project's ``Codebase`` (the default project when ``project_id`` is None)."""
+        pid = check_project_id(project_id or self.default_project)
+        found = self._codebases.get(pid)
+        if found is not None:
+            return found
+        container = self._container
+        stores: ProjectStores = await _resolve(container.project_stores())
+        store = stores.chunk_store(pid)
+        codebase = Codebase(
+            pid,
+            store=store,
+            indexing=lambda: _resolve(container.indexing_service(store=store)),
+            search=lambda: _resolve(container.search_service(store=store)),
+            tasks=await _resolve(container.task_service(repo=stores.task_repo(pid))),
+            database_name=stores.database_name(pid),
+        )
+        return self._codebases.setdefault(pid, codebase)
+
+    async def projects(self) -> list[ProjectInfo]:
+        """Every project with its database schema and sizes, by id."""
+        stores: ProjectStores = await _resolve(self._container.project_stores())
+        sizes = await stores.sizes()
+        out: list[ProjectInfo] = []
+        for pid in await stores.project_ids():
+            cb = await self.codebase(pid)
+            repos = await cb.repositories()
+            tasks = await cb.tasks.list(limit=1)
+            out.append(
+                ProjectInfo(
+                    id=pid,
+                    database_name=cb.database_name,
+                    repositories=len(repos),
+                    files=sum(r.file_count for r in repos),
+                    chunks=sum(r.chunk_count for r in repos),
+                    tasks=tasks.total_count,
+                    size_bytes=sizes.get(pid),
+                )
+            )
+        return out
+
+
+@asynccontextmanager
+async def open_workspaces(settings: Settings | None = None) -> AsyncIterator[Workspaces]:
+    """Build the container, start its resources, and yield every project of its store."""
+    resolved = settings or Settings()
+    async with running_container(resolved) as container:
+        yield Workspaces(container, resolved.project)
+
+
 @asynccontextmanager
 async def open_codebase(
     settings: Settings | None = None, *, project_id: str | None = None
 ) -> AsyncIterator[Codebase]:
-    """Build the container, start its resources, and yield a ``Codebase``."""
-    resolved = (settings or Settings()).model_copy()
+    """Build the container, start its resources, and yield one project's ``Codebase``."""
+    resolved = settings or Settings()
     project = check_project_id(project_id or resolved.project)
-    resolved.project = project
-    async with running_container(resolved) as container:
-        yield Codebase(
-            project,
-            store=await _resolve(container.chunk_store()),
-            indexing=lambda: _resolve(container.indexing_service()),
-            search=lambda: _resolve(container.search_service()),
-            tasks=await _resolve(container.task_service()),
-            database_name=schema_name(project) if resolved.store == "postgres" else None,
-        )
+    async with open_workspaces(resolved) as workspaces:
+        yield await workspaces.codebase(project)

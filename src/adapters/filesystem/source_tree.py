@@ -39,8 +39,9 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from operator import attrgetter
 
 import pathspec
@@ -146,6 +147,33 @@ class LocalSourceTree:
         regular file, resolves outside the root, or is not valid UTF-8.
         """
         return await asyncio.to_thread(self._read_text, root, path)
+
+    async def changed(
+        self, root: str, indexed: Mapping[str, str], since: datetime | None
+    ) -> set[str]:
+        """Files of ``indexed`` gone or different now; see ``SourceTree.changed``."""
+        return await asyncio.to_thread(self._changed, root, dict(indexed), since)
+
+    def _changed(self, root: str, indexed: dict[str, str], since: datetime | None) -> set[str]:
+        out: set[str] = set()
+        try:
+            base = _resolve_root(root)
+        except ValidationFailed:
+            return set(indexed)
+        cutoff = since.timestamp() if since is not None else None
+        for rel, indexed_hash in indexed.items():
+            path = os.path.join(base, rel)
+            try:
+                st = os.stat(path)
+                if cutoff is not None and max(st.st_mtime, st.st_ctime) <= cutoff:
+                    continue
+                data = _read_regular(path, None, follow=True)
+            except OSError:
+                out.add(rel)
+                continue
+            if data is None or hashlib.sha256(data).hexdigest() != indexed_hash:
+                out.add(rel)
+        return out
 
     def _scan(self, root: str) -> ScanResult:
         return _Scan(

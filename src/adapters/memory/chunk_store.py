@@ -123,9 +123,12 @@ class InMemoryChunkStore:
             raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
         return files
 
-    async def file_hashes(self, repository_id: str) -> dict[str, str]:
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
         files = self._files.get(repository_id, {})
-        return {p: f.file.content_hash for p, f in files.items()}
+        wanted = files.keys() if paths is None else [p for p in paths if p in files]
+        return {p: files[p].file.content_hash for p in wanted}
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
         stored_files = self._files_of(repository_id)

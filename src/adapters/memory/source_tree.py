@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 from codebase_core.errors import FileUnreadable, ValidationFailed
 from codebase_core.languages import language_for_path
-from codebase_core.models import ScanEntry, ScanResult, sha256_hex
+from codebase_core.models import ScanEntry, ScanResult, sha256_hex, utcnow
 
 
 class InMemorySourceTree:
@@ -16,14 +17,33 @@ class InMemorySourceTree:
         self._trees: dict[str, dict[str, bytes]] = {
             root: dict(files) for root, files in (trees or {}).items()
         }
+        # Modification times, as a filesystem keeps them.
+        now = utcnow()
+        self._mtimes: dict[tuple[str, str], datetime] = {
+            (root, path): now for root, files in self._trees.items() for path in files
+        }
 
     def put(self, root: str, path: str, data: bytes | str) -> None:
         """Create or overwrite one file."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         self._trees.setdefault(root, {})[path] = raw
+        self._mtimes[(root, path)] = utcnow()
 
     def remove(self, root: str, path: str) -> None:
         self._trees.get(root, {}).pop(path, None)
+        self._mtimes.pop((root, path), None)
+
+    async def changed(
+        self, root: str, indexed: Mapping[str, str], since: datetime | None
+    ) -> set[str]:
+        files = self._trees.get(root, {})
+        out: set[str] = set()
+        for path, indexed_hash in indexed.items():
+            data = files.get(path)
+            touched = since is None or self._mtimes[(root, path)] > since
+            if data is None or (touched and sha256_hex(data) != indexed_hash):
+                out.add(path)
+        return out
 
     async def scan(self, root: str) -> ScanResult:
         files = self._trees.get(root)

@@ -337,11 +337,21 @@ class PgChunkStore:
 
     # --- files and chunks ---------------------------------------------------------------
 
-    async def file_hashes(self, repository_id: str) -> dict[str, str]:
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
         async with self._conn() as (conn, s):
-            rows = await conn.fetch(
-                f"SELECT path, content_hash FROM {s}.files WHERE repo_id = $1", repository_id
-            )
+            if paths is None:
+                rows = await conn.fetch(
+                    f"SELECT path, content_hash FROM {s}.files WHERE repo_id = $1", repository_id
+                )
+            else:
+                rows = await conn.fetch(
+                    f"SELECT path, content_hash FROM {s}.files "
+                    "WHERE repo_id = $1 AND path = ANY($2::text[])",
+                    repository_id,
+                    list(paths),
+                )
         return {r["path"]: r["content_hash"] for r in rows}
 
     async def _delete_chunks(

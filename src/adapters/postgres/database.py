@@ -197,6 +197,18 @@ class PgDatabase:
             )
         return [(r["id"], r["schema_name"]) for r in rows]
 
+    async def workspace_sizes(self) -> dict[str, int]:
+        """Bytes on disk of each project's schema (tables with their indexes and TOAST)."""
+        async with self.connection() as conn:
+            rows = await conn.fetch(
+                f"""SELECT p.id, coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS size
+                    FROM {GLOBAL_SCHEMA}.projects p
+                    LEFT JOIN pg_namespace n ON n.nspname = p.schema_name
+                    LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'r'
+                    GROUP BY p.id"""
+            )
+        return {r["id"]: r["size"] for r in rows}
+
     async def drop_workspace(self, project_id: str) -> None:
         """Remove a project's schema and everything in it."""
         name = schema_name(project_id)

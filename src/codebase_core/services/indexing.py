@@ -150,6 +150,9 @@ class IndexingService:
         started: float,
     ) -> IndexResult:
 
+        # indexed_at is when this run's snapshot began: a file modified after it may be newer
+        # than what the run read (search marks such hits stale after checking their hash).
+        began = utcnow()
         await _report(progress, "scanning", 0, 1)
         scan = await self._source.scan(root)
         await _report(progress, "scanning", 1, 1)
@@ -280,7 +283,7 @@ class IndexingService:
                     path=root,
                     embedding_model=model,
                     embedding_dimension=dimension,
-                    indexed_at=utcnow(),
+                    indexed_at=began,
                 )
             )
         await _report(progress, "done", total, total)

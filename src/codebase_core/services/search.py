@@ -33,7 +33,7 @@ from codebase_core.models import (
     SearchResult,
     split_lines,
 )
-from codebase_core.ports import ChunkStore, Embedder
+from codebase_core.ports import ChunkStore, Embedder, SourceTree
 
 # Two hits of one file whose line ranges share at least this fraction of the shorter range are
 # "mostly the same lines"; the lower-ranked one is dropped.
@@ -56,10 +56,14 @@ class SearchService:
         store: ChunkStore,
         embedder: Embedder | None,
         fusion: FusionConfig | None = None,
+        source: SourceTree | None = None,
     ) -> None:
+        """``source`` reads the repositories on disk to mark hits ``stale``; without it no hit
+        is marked (a library user searching an index whose sources are elsewhere)."""
         self._store = store
         self._embedder = embedder
         self._fusion = fusion or FusionConfig()
+        self._source = source
 
     @property
     def default_mode(self) -> SearchMode:
@@ -184,10 +188,12 @@ class SearchService:
         for sc, _ in kept:
             wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
         lines: dict[tuple[str, str], list[str]] = {}
+        stale: set[tuple[str, str]] = set()
         for repo_id, paths in wanted.items():
             texts = await self._store.file_texts(repo_id, sorted(paths))
             for path, text in texts.items():
                 lines[(repo_id, path)] = split_lines(text)
+            stale.update((repo_id, p) for p in await self._changed_on_disk(repo_id, paths))
         hits: list[SearchHit] = []
         for sc, others in kept:
             c = sc.chunk
@@ -209,6 +215,14 @@ class SearchService:
                     context_before="\n".join(before),
                     context_after="\n".join(after),
                     other_locations=others,
+                    stale=(c.repository_id, c.file_path) in stale,
                 )
             )
         return hits
+
+    async def _changed_on_disk(self, repo_id: str, paths: set[str]) -> set[str]:
+        if self._source is None:
+            return set()
+        repo = await self._store.get_repository(repo_id)
+        indexed = await self._store.file_hashes(repo_id, sorted(paths))
+        return await self._source.changed(repo.path, indexed, repo.indexed_at)
