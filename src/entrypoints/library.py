@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from codebase_core.errors import ValidationFailed
+from codebase_core.errors import CoreError, ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
     IndexResult,
@@ -33,7 +33,7 @@ from codebase_core.services import (
     SearchService,
     TaskService,
 )
-from entrypoints.container import Container, ProjectStores, running_container
+from entrypoints.container import Container, EmbedderChoice, ProjectStores, running_container
 from entrypoints.settings import Settings
 
 T = TypeVar("T")
@@ -139,16 +139,21 @@ class Codebase:
         self,
         repository_id: str | None = None,
         *,
+        only: Callable[[str], bool] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[IndexResult]:
         """Bring the repositories a search would cover up to date (incrementally: cheap when
-        nothing changed). A repository whose root is gone is left as it is (its hits come
-        back ``stale``)."""
+        nothing changed). A repository whose root is gone, or whose path ``only`` refuses,
+        is left as it is (its hits come back ``stale`` where they changed)."""
         if repository_id is not None:
             repos = [await self._store.get_repository(repository_id)]
         else:
             repos = await self._store.list_repositories()
-        present = [r for r in repos if await asyncio.to_thread(os.path.isdir, r.path)]
+        present = [
+            r
+            for r in repos
+            if (only is None or only(r.path)) and await asyncio.to_thread(os.path.isdir, r.path)
+        ]
         service = await self.indexing_service() if present else None
         results: list[IndexResult] = []
         for repo in present:
@@ -160,6 +165,10 @@ class Codebase:
     async def repositories(self) -> list[Repository]:
         """Indexed repositories with their file and chunk counts."""
         return await self._store.list_repositories()
+
+    async def repository(self, repository_id: str) -> Repository:
+        """The repository with this id, or ``RepositoryNotFound``."""
+        return await self._store.get_repository(repository_id)
 
     async def repository_for_path(self, path: str | Path) -> Repository | None:
         """The indexed repository rooted at ``path``, if any."""
@@ -211,6 +220,30 @@ class Workspaces:
             database_name=stores.database_name(pid),
         )
         return self._codebases.setdefault(pid, codebase)
+
+    async def database_status(self, timeout_s: float = 2.0) -> str:
+        """``ok``, ``unavailable`` (Postgres does not answer within ``timeout_s``) or
+        ``memory``."""
+        stores: ProjectStores = await _resolve(self._container.project_stores())
+        if stores.database is None:
+            return "memory"
+        try:
+            async with asyncio.timeout(timeout_s):
+                await stores.database.ping()
+        except (CoreError, TimeoutError):
+            return "unavailable"
+        return "ok"
+
+    async def embedder_status(self) -> str:
+        """The embedder in use (``none``: lexical only), or ``not loaded`` before the first
+        index or search needed it."""
+        provider = self._container.embedder_choice
+        if not provider.initialized:
+            return "not loaded"
+        choice: EmbedderChoice = await _resolve(provider())
+        if choice.embedder is None:
+            return "none"
+        return f"{choice.chosen} ({choice.embedder.model})"
 
     async def projects(self) -> list[ProjectInfo]:
         """Every project with its database schema and sizes, by id."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from codebase_core.fusion import FusionMethod
 
@@ -91,6 +91,28 @@ class Settings(BaseSettings):
     fusion_semantic_weight: float = Field(default=1.0, ge=0.0)
     fusion_lexical_weight: float = Field(default=0.5, ge=0.0)
     fusion_rrf_k: int = Field(default=60, ge=1)
+
+    # The MCP server. A bearer token that HTTP/SSE clients must send (required to bind to a
+    # non-loopback address), and the directories index_repository may index (None: any;
+    # required off loopback), separated by os.pathsep like PATH.
+    auth_token: SecretStr | None = None
+    allowed_roots: Annotated[list[str] | None, NoDecode] = None
+
+    @field_validator("allowed_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            roots = [r.strip() for r in value.split(os.pathsep) if r.strip()]
+            return roots or None
+        return value
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _absolute_roots(cls, value: list[str] | None) -> list[str] | None:
+        for root in value or []:
+            if not os.path.isabs(os.path.expanduser(root)):
+                raise ValueError(f"{root!r} is not an absolute path")
+        return [os.path.expanduser(r) for r in value] if value else None
 
 
 def cli_index_workers() -> int:

@@ -197,6 +197,11 @@ class PgDatabase:
             )
         return [(r["id"], r["schema_name"]) for r in rows]
 
+    async def ping(self) -> None:
+        """One round trip to the server; ``StoreUnavailable`` when it does not answer."""
+        async with self.connection() as conn:
+            await conn.fetchval("SELECT 1")
+
     async def workspace_sizes(self) -> dict[str, int]:
         """Bytes on disk of each project's schema (tables with their indexes and TOAST)."""
         async with self.connection() as conn:

@@ -27,6 +27,7 @@ from codebase_core.models import (
 from codebase_core.services import ProgressCallback
 from entrypoints.doctor import diagnose
 from entrypoints.library import Codebase, open_codebase
+from entrypoints.mcp.server import DEFAULT_HOST, DEFAULT_PORT, serve
 from entrypoints.presenters import index_payload, search_payload
 from entrypoints.settings import Settings, cli_index_workers
 
@@ -88,6 +89,20 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="show the effective store and embedder, and whether each answers"
     )
     dr.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    sv = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    sv.add_argument(
+        "--transport",
+        choices=["stdio", "http", "sse"],
+        default="stdio",
+        help="stdio (default), streamable HTTP at /mcp, or the legacy SSE transport at /sse",
+    )
+    sv.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"HTTP/SSE address (default {DEFAULT_HOST})"
+    )
+    sv.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP/SSE port (default {DEFAULT_PORT})"
+    )
     return p
 
 
@@ -320,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours.addHandler(handler)
     ours.setLevel(logging.INFO)
     try:
+        if args.command == "serve":
+            # stdout is the protocol on stdio: nothing else may be printed there.
+            serve(_settings(), args.transport, args.host, args.port)
+            return EXIT_OK
         return asyncio.run(_run(args, out, err))
     except (ValidationFailed, InvalidLimit) as e:
         sys.stderr.write(f"{e}\n")

@@ -1,0 +1,111 @@
+"""Every error a client sees starts with a stable code (see ARCHITECTURE.md's table).
+
+Tools raise core errors; ``coded`` turns them into tool errors carrying the code. Arguments
+that fail a tool's schema never reach the tool: fastmcp rejects them with raw pydantic text,
+which ``CodedErrors`` rewrites into ``VALIDATION_ERROR`` / ``INVALID_LIMIT`` /
+``INVALID_STATUS``. Anything else becomes ``INTERNAL_ERROR`` with no internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pydantic
+from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
+
+from codebase_core.errors import CoreError
+from codebase_core.models import TaskStatus
+
+log = logging.getLogger("codebase_mcp")
+
+INTERNAL = "INTERNAL_ERROR: the server failed unexpectedly; its log (stderr) has the details"
+
+_STATUS_FIELDS = {"status", "status_filter"}
+_BOUND_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
+
+
+@contextmanager
+def coded() -> Iterator[None]:
+    """Re-raise a core error as a tool error whose text starts with its code."""
+    try:
+        yield
+    except CoreError as e:
+        # Expected outcomes (not found, bad input): no traceback in the server log.
+        raise ToolError(str(e), log_level=logging.INFO) from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _limit_bounds(schema: dict[str, Any], field: str) -> tuple[Any, Any]:
+    prop = schema.get("properties", {}).get(field, {})
+    for option in [prop, *prop.get("anyOf", [])]:
+        if "minimum" in option or "maximum" in option:
+            return option.get("minimum"), option.get("maximum")
+    return None, None
+
+
+def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any]) -> str:
+    """One coded line for the first problem of a rejected call, naming field, value and rule."""
+    problems = error.errors(include_url=False)
+    if not problems:
+        return f"VALIDATION_ERROR: {error}"
+    first = problems[0]
+    loc = [str(part) for part in first.get("loc", ()) if not isinstance(part, int)]
+    field = loc[0] if loc else "arguments"
+    kind = first.get("type", "")
+    value = first.get("input")
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    if field in _STATUS_FIELDS:
+        valid = [s.value for s in TaskStatus]
+        return f"INVALID_STATUS: Invalid status: {value}. Valid values: {valid}{more}"
+    if field == "limit" and kind in _BOUND_ERRORS:
+        low, high = _limit_bounds(schema, field)
+        return f"INVALID_LIMIT: Limit must be between {low} and {high}, got {value}{more}"
+    properties = sorted(schema.get("properties", {}))
+    if kind in {"unexpected_keyword_argument", "extra_forbidden"}:
+        rule = f"unknown parameter; the parameters are {properties}"
+    elif kind == "missing":
+        return f"VALIDATION_ERROR: {field}: required parameter is missing{more}"
+    else:
+        rule = first.get("msg", "invalid")
+        enum = schema.get("properties", {}).get(field, {}).get("enum")
+        if enum:
+            rule = f"must be one of {enum}"
+    return f"VALIDATION_ERROR: {field}={_shown(value)}: {rule}{more}"
+
+
+class CodedErrors(Middleware):
+    """Rewrites schema rejections and unexpected failures into coded tool errors."""
+
+    async def on_call_tool(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ValidationError as e:
+            cause = e.__cause__
+            if not isinstance(cause, pydantic.ValidationError):
+                raise ToolError(f"VALIDATION_ERROR: {e}", log_level=logging.INFO) from None
+            schema: dict[str, Any] = {}
+            fctx = context.fastmcp_context
+            if fctx is not None:
+                tool = await fctx.fastmcp.get_tool(context.message.name)
+                if tool is not None:
+                    schema = tool.parameters
+            raise ToolError(describe_validation(cause, schema), log_level=logging.INFO) from None
+        except ToolError as e:
+            cause = e.__cause__
+            if cause is None:  # raised on purpose, already coded
+                raise
+            if isinstance(cause, CoreError):
+                raise ToolError(str(cause), log_level=logging.INFO) from None
+            # fastmcp logged the traceback already; the client learns nothing of internals.
+            raise ToolError(INTERNAL) from None

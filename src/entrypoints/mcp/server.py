@@ -1,0 +1,217 @@
+"""The MCP server: fastmcp over the library's workspaces, on stdio, streamable HTTP or SSE."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+from fastmcp import Context, FastMCP
+from fastmcp.server.auth import AccessToken, TokenVerifier
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from codebase_core.errors import CoreError, ValidationFailed
+from entrypoints.library import Workspaces, open_workspaces
+from entrypoints.mcp.errors import CodedErrors
+from entrypoints.mcp.tools_code import register_code_tools
+from entrypoints.mcp.tools_tasks import register_task_tools
+from entrypoints.settings import Settings
+
+log = logging.getLogger("codebase_mcp")
+
+Transport = Literal["stdio", "http", "sse"]
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 3000
+
+INSTRUCTIONS = """\
+Semantic code search and a development task tracker.
+Index a repository once with index_repository (an absolute path; later runs are incremental),
+then search_code with a description or an identifier; list_repositories gives the ids that
+filter a search. Tasks: create_task, update_task (status, branch, commit), list_tasks.
+Every tool takes an optional project_id: each project is an isolated workspace.
+Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
+
+
+def package_version() -> str:
+    try:
+        return version("codebase-mcp")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class AllowedRoots:
+    """The directories ``index_repository`` may index (CODEBASE_MCP_ALLOWED_ROOTS); None: any."""
+
+    def __init__(self, roots: Sequence[str] | None) -> None:
+        self.roots = [os.path.realpath(r) for r in roots] if roots is not None else None
+
+    def check(self, path: str, field: str = "repo_path") -> None:
+        """``ValidationFailed`` naming the allowed roots when ``path`` lies outside them."""
+        if self.roots is None:
+            return
+        real = os.path.realpath(path)
+        for root in self.roots:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return
+        raise ValidationFailed(
+            field,
+            path,
+            f"is outside the allowed roots {self.roots} (CODEBASE_MCP_ALLOWED_ROOTS): index a "
+            "directory inside one of them, or add its root to that variable",
+        )
+
+    def allows(self, path: str) -> bool:
+        try:
+            self.check(path)
+        except ValidationFailed:
+            return False
+        return True
+
+
+@dataclass
+class ServerState:
+    """What the lifespan yields: tools read it from ``ctx.lifespan_context``."""
+
+    workspaces: Workspaces
+    roots: AllowedRoots
+    started: float = field(default_factory=time.monotonic)
+
+
+def state_of(ctx: Context) -> ServerState:
+    state = ctx.lifespan_context
+    if not isinstance(state, ServerState):  # only if a tool ran outside the lifespan
+        raise CoreError("the server is not started")
+    return state
+
+
+class BearerToken(TokenVerifier):
+    """One shared bearer token (CODEBASE_MCP_AUTH_TOKEN), compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token.encode("utf-8")
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode("utf-8"), self._token):
+            return AccessToken(token=token, client_id="codebase-mcp-client", scopes=[])
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(settings: Settings, transport: Transport, host: str) -> None:
+    """A server reachable from other machines needs a token and allowed roots."""
+    if transport == "stdio" or is_loopback(host):
+        return
+    if settings.auth_token is None:
+        raise ValidationFailed(
+            "CODEBASE_MCP_AUTH_TOKEN",
+            None,
+            f"binding to {host} (not loopback) requires a bearer token: set "
+            "CODEBASE_MCP_AUTH_TOKEN, or serve on 127.0.0.1",
+        )
+    if settings.allowed_roots is None:
+        raise ValidationFailed(
+            "CODEBASE_MCP_ALLOWED_ROOTS",
+            None,
+            f"binding to {host} (not loopback) requires the directories that may be indexed: "
+            f"set CODEBASE_MCP_ALLOWED_ROOTS (paths separated by '{os.pathsep}')",
+        )
+
+
+def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
+    """The MCP server over the configured store, embedder and allowed roots."""
+    resolved = settings or Settings()
+    roots = AllowedRoots(resolved.allowed_roots)
+    current: dict[str, ServerState] = {}
+
+    @asynccontextmanager
+    async def lifespan(_server: FastMCP[ServerState]) -> AsyncIterator[ServerState]:
+        async with open_workspaces(resolved) as workspaces:
+            state = ServerState(workspaces=workspaces, roots=roots)
+            current["state"] = state
+            try:
+                yield state
+            finally:
+                current.pop("state", None)
+
+    auth = BearerToken(resolved.auth_token.get_secret_value()) if resolved.auth_token else None
+    mcp: FastMCP[ServerState] = FastMCP(
+        "codebase-mcp",
+        instructions=INSTRUCTIONS,
+        version=package_version(),
+        lifespan=lifespan,
+        middleware=[CodedErrors()],
+        mask_error_details=True,
+        auth=auth,
+    )
+    register_code_tools(mcp)
+    register_task_tools(mcp)
+
+    @mcp.custom_route("/health", methods=["GET"])
+    async def health(_request: Request) -> JSONResponse:
+        state = current.get("state")
+        body: dict[str, Any] = {
+            "status": "starting",
+            "database": "unknown",
+            "embedder": "unknown",
+            "version": package_version(),
+            "uptime_seconds": 0.0,
+        }
+        if state is not None:
+            database = await state.workspaces.database_status(timeout_s=2.0)
+            body.update(
+                status="ok" if database in ("ok", "memory") else "degraded",
+                database=database,
+                embedder=await state.workspaces.embedder_status(),
+                uptime_seconds=round(time.monotonic() - state.started, 1),
+            )
+        return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
+
+    return mcp
+
+
+def serve(
+    settings: Settings,
+    transport: Transport = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+) -> None:
+    """Run the server until it is stopped (stdin closed, or a signal)."""
+    check_exposure(settings, transport, host)
+    mcp = build_server(settings)
+    if transport == "stdio":
+        mcp.run("stdio", show_banner=False)
+    else:
+        log.info("codebase-mcp %s on http://%s:%d (%s)", package_version(), host, port, transport)
+        mcp.run(transport, show_banner=False, host=host, port=port)
+
+
+async def serve_async(
+    settings: Settings,
+    transport: Transport = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+) -> None:
+    """``serve`` for a caller that already runs an event loop."""
+    check_exposure(settings, transport, host)
+    mcp = build_server(settings)
+    if transport == "stdio":
+        await mcp.run_async("stdio", show_banner=False)
+    else:
+        await mcp.run_async(transport, show_banner=False, host=host, port=port)

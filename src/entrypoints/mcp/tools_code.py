@@ -1,0 +1,312 @@
+"""Code search tools: index_repository, search_code, list/delete repositories, list_projects.
+
+Tools are thin: validate, call the library, map errors (``coded``), shape the response.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from fastmcp import Context, FastMCP
+from fastmcp.tools.base import ToolResult
+from pydantic import AliasChoices, Field
+
+from codebase_core.errors import ValidationFailed
+from codebase_core.models import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    IndexResult,
+    ProgressPhase,
+)
+from codebase_core.services import ProgressCallback
+from entrypoints.mcp.errors import coded
+from entrypoints.mcp.formats import (
+    DetailLevel,
+    ResponseFormat,
+    compact_json,
+    index_json,
+    index_markdown,
+    search_json,
+    search_markdown,
+)
+from entrypoints.presenters import repository_payload
+
+if TYPE_CHECKING:
+    from entrypoints.mcp.server import ServerState
+
+ProjectId = Annotated[
+    str | None,
+    Field(
+        description="Workspace: 1-64 ASCII letters, digits, '-', '_' or spaces. Each project "
+        "is isolated (its own Postgres schema). Default: the server's project ('default').",
+        max_length=64,
+    ),
+]
+Format = Annotated[
+    ResponseFormat,
+    Field(description="'json' (structured) or 'markdown' (readable text)."),
+]
+Detail = Annotated[
+    DetailLevel,
+    Field(
+        description="'detailed': everything; 'concise': no context lines, content cut to "
+        "200 characters, rounded scores (about 70% fewer tokens)."
+    ),
+]
+
+# Where each phase of an indexing run sits on a 0-100 progress scale (progress only grows).
+_PHASE_SPAN: dict[ProgressPhase, tuple[float, float]] = {
+    "waiting": (0.0, 0.0),
+    "scanning": (0.0, 5.0),
+    "chunking": (5.0, 5.0),
+    "embedding": (5.0, 5.0),
+    "writing": (5.0, 90.0),
+    "deleting": (90.0, 95.0),
+    "optimizing": (95.0, 99.0),
+    "done": (100.0, 100.0),
+}
+
+
+def progress_reporter(ctx: Context, label: str = "") -> ProgressCallback:
+    """An indexing progress callback that sends MCP progress notifications (0-100).
+
+    Clients that honour them reset their request timeout on each one.
+    """
+    highest = 0.0
+
+    async def report(phase: ProgressPhase, done: int, total: int) -> None:
+        nonlocal highest
+        low, high = _PHASE_SPAN[phase]
+        value = low + (high - low) * (done / total if total else 1.0)
+        value = max(value, highest)
+        highest = value
+        if phase == "waiting":
+            message = "waiting: another process is indexing this repository"
+        elif phase in ("writing", "deleting"):
+            message = f"{phase} {done}/{total} files"
+        else:
+            message = phase
+        await ctx.report_progress(value, 100.0, f"{label}{message}")
+
+    return report
+
+
+def _state(ctx: Context) -> ServerState:
+    from entrypoints.mcp.server import state_of
+
+    return state_of(ctx)
+
+
+def _result(data: dict[str, Any] | str) -> ToolResult:
+    if isinstance(data, str):
+        return ToolResult(content=data)
+    return ToolResult(content=compact_json(data), structured_content=data)
+
+
+def _refreshed(results: list[IndexResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "repository_id": r.repository_id,
+            "files_indexed": r.files_indexed,
+            "files_deleted": r.files_deleted,
+            "status": r.status.value,
+            "duration_seconds": r.duration_seconds,
+        }
+        for r in results
+    ]
+
+
+def register_code_tools(mcp: FastMCP[Any]) -> None:
+    """Add the code search tools to ``mcp``."""
+
+    @mcp.tool(annotations={"openWorldHint": False})
+    async def index_repository(
+        repo_path: Annotated[
+            str,
+            Field(
+                validation_alias=AliasChoices("repo_path", "path"),
+                description="Absolute path of the repository's root directory ('path' is "
+                "accepted too).",
+                min_length=1,
+                max_length=4096,
+            ),
+        ],
+        ctx: Context,
+        name: Annotated[
+            str | None,
+            Field(description="Display name (default: the directory name).", max_length=200),
+        ] = None,
+        project_id: ProjectId = None,
+        force_reindex: Annotated[
+            bool,
+            Field(
+                description="Re-chunk every file (needed after changing the embedding model); "
+                "cached vectors are kept."
+            ),
+        ] = False,
+        response_format: Format = "json",
+        detail_level: Detail = "detailed",
+    ) -> ToolResult:
+        """Index a repository for search, or bring its index up to date.
+
+        Incremental: only files whose content changed since the last run are re-chunked and
+        re-embedded, so re-running it on an indexed repository is cheap (about a second for
+        10,000 unchanged files). Sends progress notifications while it runs. A first index of
+        a large repository with a neural embedder can take minutes: clients that do not reset
+        their timeout on progress may give up before it ends (the run still completes on the
+        server; call it again afterwards to get the result quickly).
+
+        Returns repository_id (use it to filter search_code), files_indexed, chunks_created,
+        duration_seconds, status (success / partial / failed), errors, project_id and
+        database_name.
+        """
+        state = _state(ctx)
+        with coded():
+            if not os.path.isabs(repo_path):
+                raise ValidationFailed(
+                    "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
+                )
+            state.roots.check(repo_path)
+            cb = await state.workspaces.codebase(project_id)
+            result = await cb.index(
+                repo_path, name=name, force=force_reindex, progress=progress_reporter(ctx)
+            )
+        if response_format == "markdown":
+            return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))
+        return _result(index_json(result, cb.project_id, cb.database_name, detail_level))
+
+    @mcp.tool(annotations={"readOnlyHint": False, "openWorldHint": False})
+    async def search_code(
+        query: Annotated[
+            str,
+            Field(
+                description="What to find: a description ('where are retries configured') or "
+                "an identifier ('parse_config').",
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+            ),
+        ],
+        ctx: Context,
+        project_id: ProjectId = None,
+        repository_id: Annotated[
+            str | None,
+            Field(description="Only this repository (ids from list_repositories)."),
+        ] = None,
+        file_type: Annotated[
+            str | None, Field(description="Only files with this extension, e.g. 'py'.")
+        ] = None,
+        directory: Annotated[
+            str | None,
+            Field(
+                description="Only files under this path prefix of the repository, e.g. 'src/api'."
+            ),
+        ] = None,
+        language: Annotated[
+            str | None, Field(description="Only this language, e.g. 'python', 'typescript'.")
+        ] = None,
+        mode: Annotated[
+            Literal["hybrid", "semantic", "lexical"],
+            Field(
+                description="'hybrid' fuses meaning and exact terms (lexical when no embedder "
+                "is configured); 'semantic' meaning only; 'lexical' BM25 over identifiers "
+                "and words."
+            ),
+        ] = "hybrid",
+        limit: Annotated[
+            int, Field(description="Results to return.", ge=1, le=MAX_SEARCH_LIMIT)
+        ] = DEFAULT_SEARCH_LIMIT,
+        refresh: Annotated[
+            bool,
+            Field(
+                description="First bring the searched repositories up to date (incremental, "
+                "cheap when nothing changed), so no result is stale."
+            ),
+        ] = False,
+        response_format: Format = "json",
+        detail_level: Detail = "detailed",
+    ) -> ToolResult:
+        """Search indexed code by meaning and by exact identifiers.
+
+        Returns ranked chunks with file_path, start_line, end_line, symbol, language,
+        similarity_score (0-1), content and 10 lines of context before and after, plus
+        total_count (matches before the limit) and latency_ms. A hit whose file changed on disk
+        since it was indexed carries stale: true (search again with refresh=true).
+        """
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            refreshed: list[IndexResult] | None = None
+            if refresh:
+                refreshed = await cb.refresh(
+                    repository_id, only=state.roots.allows, progress=progress_reporter(ctx)
+                )
+            result = await cb.search(
+                query,
+                mode=mode,
+                limit=limit,
+                repository_id=repository_id,
+                file_type=file_type,
+                directory=directory,
+                language=language,
+            )
+        if response_format == "markdown":
+            text = search_markdown(result, detail_level)
+            if refreshed is not None:
+                changed = sum(r.files_indexed + r.files_deleted for r in refreshed)
+                text = (
+                    f"Refreshed {len(refreshed)} repositories ({changed} files changed).\n\n{text}"
+                )
+            return _result(text)
+        data = search_json(result, cb.project_id, detail_level)
+        if refreshed is not None:
+            data["refreshed"] = _refreshed(refreshed)
+        return _result(data)
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
+        """The indexed repositories of a project: id (to filter search_code), name, path,
+        file_count, chunk_count, indexed_at and embedding_model."""
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            repos = await cb.repositories()
+        return {
+            "repositories": [repository_payload(r) for r in repos],
+            "project_id": cb.project_id,
+            "database_name": cb.database_name,
+        }
+
+    @mcp.tool(annotations={"destructiveHint": True, "openWorldHint": False})
+    async def delete_repository(
+        repository_id: Annotated[
+            str, Field(description="Id from list_repositories.", min_length=1)
+        ],
+        ctx: Context,
+        project_id: ProjectId = None,
+    ) -> dict[str, Any]:
+        """Remove a repository and all its chunks from the index (the files on disk are not
+        touched)."""
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            repo = await cb.repository(repository_id)
+            await cb.delete_repository(repository_id)
+        return {
+            "deleted": True,
+            "repository_id": repo.id,
+            "name": repo.name,
+            "files_deleted": repo.file_count,
+            "chunks_deleted": repo.chunk_count,
+            "project_id": cb.project_id,
+        }
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def list_projects(ctx: Context) -> dict[str, Any]:
+        """Every project (workspace) with its database_name (Postgres schema), repositories,
+        files, chunks, tasks and size_bytes."""
+        state = _state(ctx)
+        with coded():
+            projects = await state.workspaces.projects()
+        return {"projects": [p.model_dump(mode="json") for p in projects]}

@@ -1,0 +1,185 @@
+"""Task tracker tools: create_task, get_task, update_task, list_tasks.
+
+Statuses are strings checked in code (``TaskStatus.parse``), so an unknown one is
+``INVALID_STATUS`` with the valid values, and the aliases ``pending`` / ``completed`` of the
+other task contract in our references are accepted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastmcp import Context, FastMCP
+from pydantic import AliasChoices, Field
+
+from codebase_core.models import (
+    MAX_BRANCH_CHARS,
+    MAX_DESCRIPTION,
+    MAX_NOTES,
+    MAX_REFERENCE_CHARS,
+    MAX_REFERENCES,
+    MAX_TITLE,
+    Task,
+    TaskSummary,
+)
+from codebase_core.services.tasks import MAX_LIST_LIMIT
+from entrypoints.mcp.errors import coded
+from entrypoints.mcp.tools_code import ProjectId
+
+if TYPE_CHECKING:
+    from entrypoints.mcp.server import ServerState
+
+STATUS_HELP = (
+    "One of 'need to be done', 'in-progress', 'complete' ('pending' and 'completed' are "
+    "accepted as aliases)."
+)
+TaskId = Annotated[str, Field(description="The task's id (from create_task or list_tasks).")]
+
+
+def _state(ctx: Context) -> ServerState:
+    from entrypoints.mcp.server import state_of
+
+    return state_of(ctx)
+
+
+def task_payload(task: Task) -> dict[str, Any]:
+    return task.model_dump(mode="json")
+
+
+def summary_payload(task: Task) -> dict[str, Any]:
+    """Exactly id, title, status, created_at and updated_at."""
+    return TaskSummary(
+        id=task.id,
+        title=task.title,
+        status=task.status,
+        created_at=task.created_at,
+        updated_at=task.updated_at,
+    ).model_dump(mode="json")
+
+
+def register_task_tools(mcp: FastMCP[Any]) -> None:
+    """Add the task tracker tools to ``mcp``."""
+
+    @mcp.tool(annotations={"openWorldHint": False})
+    async def create_task(
+        title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE)],
+        ctx: Context,
+        description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION)] = None,
+        notes: Annotated[str | None, Field(max_length=MAX_NOTES)] = None,
+        planning_references: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)]] | None,
+            Field(
+                description="Paths or URLs of plans and specs this task follows.",
+                max_length=MAX_REFERENCES,
+            ),
+        ] = None,
+        project_id: ProjectId = None,
+    ) -> dict[str, Any]:
+        """Create a development task (status 'need to be done'); returns the full task."""
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            task = await cb.tasks.create(
+                title,
+                description=description,
+                notes=notes,
+                planning_references=planning_references,
+            )
+        return task_payload(task)
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def get_task(
+        task_id: TaskId, ctx: Context, project_id: ProjectId = None
+    ) -> dict[str, Any]:
+        """One task in full: id, title, description, notes, status, branches, commits,
+        planning_references, created_at, updated_at, completed_at."""
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            task = await cb.tasks.get(task_id)
+        return task_payload(task)
+
+    @mcp.tool(annotations={"idempotentHint": True, "openWorldHint": False})
+    async def update_task(
+        task_id: TaskId,
+        ctx: Context,
+        title: Annotated[str | None, Field(min_length=1, max_length=MAX_TITLE)] = None,
+        description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION)] = None,
+        notes: Annotated[str | None, Field(max_length=MAX_NOTES)] = None,
+        status: Annotated[str | None, Field(description=STATUS_HELP)] = None,
+        branch: Annotated[
+            str | None,
+            Field(
+                description="A git branch to add to the task's branches (kept once).",
+                min_length=1,
+                max_length=MAX_BRANCH_CHARS,
+            ),
+        ] = None,
+        commit: Annotated[
+            str | None,
+            Field(
+                description="A commit SHA to add to the task's commits: 40 lowercase hex "
+                "characters (kept once).",
+                pattern="^[0-9a-f]{40}$",
+            ),
+        ] = None,
+        project_id: ProjectId = None,
+    ) -> dict[str, Any]:
+        """Change some fields of a task; returns the full task.
+
+        ``branch`` and ``commit`` are appended to the task's lists (a repeat is ignored).
+        completed_at is set when status becomes 'complete' and cleared when it leaves it;
+        updated_at always moves forward.
+        """
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            task = await cb.tasks.update(
+                task_id,
+                title=title,
+                description=description,
+                notes=notes,
+                status=status,
+                branch=branch,
+                commit=commit,
+            )
+        return task_payload(task)
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def list_tasks(
+        ctx: Context,
+        status: Annotated[
+            str | None,
+            Field(
+                validation_alias=AliasChoices("status", "status_filter"),
+                description="Only tasks with this status ('status_filter' is accepted too). "
+                + STATUS_HELP,
+            ),
+        ] = None,
+        branch: Annotated[
+            str | None, Field(description="Only tasks linked to this branch.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        full_details: Annotated[
+            bool,
+            Field(
+                description="Full tasks instead of summaries (id, title, status, created_at, "
+                "updated_at)."
+            ),
+        ] = False,
+        project_id: ProjectId = None,
+    ) -> dict[str, Any]:
+        """Tasks newest first, as summaries unless full_details. Returns tasks, total_count
+        (all matches), has_more (another page follows) and success."""
+        state = _state(ctx)
+        with coded():
+            cb = await state.workspaces.codebase(project_id)
+            page = await cb.tasks.list(status=status, branch=branch, limit=limit, offset=offset)
+        shape = task_payload if full_details else summary_payload
+        return {
+            "success": True,
+            "tasks": [shape(t) for t in page.tasks],
+            "total_count": page.total_count,
+            "has_more": offset + len(page.tasks) < page.total_count,
+        }
