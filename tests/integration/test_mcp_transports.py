@@ -1,0 +1,256 @@
+"""``codebase-mcp serve`` as a real subprocess: stdio with the official MCP SDK client, and
+streamable HTTP / SSE on 127.0.0.1 with a bearer token and the health probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.embedding_servers import unused_port
+
+EXE = str(Path(sys.executable).with_name("codebase-mcp"))
+TOKEN = "s3cret-token-for-tests"
+
+
+def _repo(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "retry.py").write_text(
+        "def retry_with_backoff(fn, attempts=5):\n"
+        '    """Call fn until it succeeds, sleeping longer after each failure."""\n'
+        "    return fn()\n"
+    )
+    return root
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(CODEBASE_MCP_EMBEDDER="hash", **extra)
+    return env
+
+
+async def test_stdio_with_the_official_sdk_client(tmp_path: Path, pg_env: str) -> None:
+    root = _repo(tmp_path / "proj")
+    params = StdioServerParameters(command=EXE, args=["serve"], env=_env())
+    errlog = (tmp_path / "stderr.log").open("w")
+    try:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            init = await session.initialize()
+            assert init.server_info.name == "codebase-mcp"
+            tools = await session.list_tools()
+            assert {t.name for t in tools.tools} >= {"index_repository", "list_tasks"}
+
+            indexed = await session.call_tool("index_repository", {"repo_path": str(root)})
+            assert not indexed.is_error, indexed.content
+            data = json.loads(indexed.content[0].text)
+            assert data["files_indexed"] == 1 and data["project_id"] == pg_env
+
+            found = await session.call_tool(
+                "search_code", {"query": "retry after failure", "detail_level": "concise"}
+            )
+            hits = json.loads(found.content[0].text)["results"]
+            assert hits[0]["symbol"] == "retry_with_backoff"
+
+            bad = await session.call_tool("list_tasks", {"limit": 150})
+            assert bad.is_error
+            assert bad.content[0].text == (
+                "INVALID_LIMIT: Limit must be between 1 and 100, got 150"
+            )
+            task = await session.call_tool("create_task", {"title": "over stdio"})
+            assert json.loads(task.content[0].text)["status"] == "need to be done"
+    finally:
+        errlog.close()
+
+
+def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path, pg_env: str) -> None:
+    """No banner, no log line, no update notice: every stdout line is JSON-RPC."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "list_tasks", "arguments": {}},
+        },
+    ]
+    replies: list[dict[str, Any]] = []
+    with (
+        (tmp_path / "stderr.log").open("w") as errlog,
+        subprocess.Popen(
+            [EXE, "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=_env(),
+            text=True,
+        ) as proc,
+    ):
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for message in messages:
+                proc.stdin.write(json.dumps(message) + "\n")
+                proc.stdin.flush()
+                if "id" in message:
+                    replies.append(json.loads(proc.stdout.readline()))
+            proc.stdin.close()
+            rest = proc.stdout.read()
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+    assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert len(replies[1]["result"]["tools"]) == 9
+    assert json.loads(replies[2]["result"]["content"][0]["text"])["success"] is True
+    assert rest.strip() == ""
+    assert proc.returncode == 0
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, pg_env: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """``serve --transport <param>`` on a free port with a token; yields its base URL."""
+    transport = getattr(request, "param", "http")
+    port = unused_port()
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [EXE, "serve", "--transport", transport, "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=_env(CODEBASE_MCP_AUTH_TOKEN=TOKEN),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, "the server did not answer /health"
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _initialize() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+
+
+async def test_http_health_token_and_tools(http_server: str) -> None:
+    async with httpx.AsyncClient(timeout=5) as http:
+        body = (await http.get(f"{http_server}/health")).json()
+    assert set(body) == {"status", "database", "embedder", "version", "uptime_seconds"}
+    assert (body["status"], body["database"]) == ("ok", "ok")
+    assert body["uptime_seconds"] >= 0
+    # The health probe tells nothing of paths or configuration.
+    shown = json.dumps(body)
+    assert os.environ["DATABASE_URL"] not in shown and TOKEN not in shown
+    assert os.environ["CODEBASE_MCP_DATA_DIR"] not in shown
+
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(timeout=10) as http:
+        refused = await http.post(f"{http_server}/mcp", json=_initialize(), headers=headers)
+        assert refused.status_code == 401
+        wrong = await http.post(
+            f"{http_server}/mcp",
+            json=_initialize(),
+            headers={**headers, "Authorization": "Bearer not-the-token"},
+        )
+        assert wrong.status_code == 401
+
+    async with Client(f"{http_server}/mcp", auth=TOKEN) as client:
+        assert len(await client.list_tools()) == 9
+        task = await client.call_tool("create_task", {"title": "over HTTP"})
+        assert task.structured_content is not None
+        assert task.structured_content["title"] == "over HTTP"
+        bad = await client.call_tool("get_task", {"task_id": "nope"}, raise_on_error=False)
+        assert bad.is_error and bad.content[0].text.startswith("TASK_NOT_FOUND: ")
+
+    # The embedder is reported once a call has needed it.
+    async with httpx.AsyncClient(timeout=5) as http:
+        assert (await http.get(f"{http_server}/health")).json()["embedder"] in (
+            "not loaded",
+            "hash (hash-384)",
+        )
+
+
+@pytest.mark.parametrize("http_server", ["sse"], indirect=True)
+async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> None:
+    root = _repo(tmp_path / "proj")
+    async with (
+        httpx.AsyncClient(timeout=5) as http,
+        http.stream("GET", f"{http_server}/sse") as refused,
+    ):
+        assert refused.status_code == 401
+    async with Client(f"{http_server}/sse", auth=TOKEN) as client:
+        indexed = await client.call_tool("index_repository", {"repo_path": str(root)})
+        assert indexed.structured_content is not None
+        assert indexed.structured_content["files_indexed"] == 1
+        found = await client.call_tool("search_code", {"query": "retry_with_backoff"})
+        assert found.structured_content is not None
+        assert found.structured_content["results"][0]["file_path"] == "pkg/retry.py"
+    async with httpx.AsyncClient(timeout=5) as http:
+        assert (await http.get(f"{http_server}/health")).json()["embedder"] == "hash (hash-384)"
+
+
+@pytest.mark.parametrize(
+    ("env", "needs"),
+    [
+        ({}, "CODEBASE_MCP_AUTH_TOKEN"),
+        ({"CODEBASE_MCP_AUTH_TOKEN": TOKEN}, "CODEBASE_MCP_ALLOWED_ROOTS"),
+    ],
+)
+def test_non_loopback_needs_a_token_and_roots(env: dict[str, str], needs: str) -> None:
+    clean = {k: v for k, v in _env(**env).items() if k not in ("CODEBASE_MCP_ALLOWED_ROOTS",)}
+    if "CODEBASE_MCP_AUTH_TOKEN" not in env:
+        clean.pop("CODEBASE_MCP_AUTH_TOKEN", None)
+    proc = subprocess.run(
+        [EXE, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(unused_port())],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=clean,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"VALIDATION_ERROR: {needs}=None: ")
+    assert proc.stdout == ""
