@@ -33,7 +33,7 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """Benchmarks: retrieval quality on CoSQA and indexing throughput (see bench/README.md)."""
+    """Benchmarks: retrieval quality, indexing throughput, MCP latency and tokens (README)."""
     session.install("-e", ".[dev]")
     session.run("python", "-m", "bench.cosqa_eval", "--out", "bench/results/cosqa_lexical.json")
     session.run("python", "-m", "bench.own_eval", "--out", "bench/results/own_eval_lexical.json")
@@ -46,4 +46,14 @@ def bench(session: nox.Session) -> None:
     )
     session.run(
         "python", "-m", "bench.embed_throughput", "--out", "bench/results/embed_throughput.json"
+    )
+    # MCP tool latency over 10,000 stored tasks, and response tokens per format.
+    session.run(
+        "python",
+        "-m",
+        "bench.mcp_latency",
+        "--embedder",
+        "local",
+        "--out",
+        "bench/results/mcp_latency.json",
     )

@@ -103,30 +103,25 @@ class PgTaskRepo:
         limit: int = 50,
         offset: int = 0,
     ) -> TaskPage:
-        async with self._conn() as (conn, s):
+        where = """WHERE ($1::text IS NULL OR status = $1)
+                  AND ($2::text IS NULL OR branches @> ARRAY[$2::text])"""
+        args = (status.value if status is not None else None, branch)
+        async with (
+            self._conn() as (conn, s),
+            # One snapshot for the page and the count, so total_count agrees with the page.
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            # Two statements, not count(*) OVER (): a window count makes Postgres read and sort
+            # every matching row before the LIMIT (see the README's MCP measurements).
             rows = await conn.fetch(
-                f"""
-                SELECT {_COLUMNS}, count(*) OVER () AS total FROM {s}.tasks
-                WHERE ($1::text IS NULL OR status = $1)
-                  AND ($2::text IS NULL OR branches @> ARRAY[$2::text])
-                ORDER BY created_at DESC, id DESC
-                LIMIT $3 OFFSET $4
-                """,
-                status.value if status is not None else None,
-                branch,
+                f"""SELECT {_COLUMNS} FROM {s}.tasks {where}
+                    ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4""",
+                *args,
                 limit,
                 offset,
             )
-            if rows:
-                total = int(rows[0]["total"])
+            if offset == 0 and len(rows) < limit:
+                total = len(rows)
             else:
-                total = await conn.fetchval(
-                    f"""
-                    SELECT count(*) FROM {s}.tasks
-                    WHERE ($1::text IS NULL OR status = $1)
-                      AND ($2::text IS NULL OR branches @> ARRAY[$2::text])
-                    """,
-                    status.value if status is not None else None,
-                    branch,
-                )
+                total = await conn.fetchval(f"SELECT count(*) FROM {s}.tasks {where}", *args)
         return TaskPage(tasks=[_task(r) for r in rows], total_count=total)

@@ -104,7 +104,9 @@ def search_markdown(result: SearchResult, detail: DetailLevel) -> str:
     if detail == "concise":
         rows = ["| # | location | symbol | score | first line |", "|---|---|---|---|---|"]
         for i, hit in enumerate(result.hits, 1):
-            first = next((ln.strip() for ln in hit.content.splitlines() if ln.strip()), "")
+            lines = [ln.strip() for ln in hit.content.splitlines() if ln.strip()]
+            # The definition's own line says more than a decorator above it.
+            first = next((ln for ln in lines if not ln.startswith("@")), lines[0] if lines else "")
             if len(first) > _ROW_SNIPPET_CHARS:
                 first = first[: _ROW_SNIPPET_CHARS - 1] + "…"
             stale = " (stale)" if hit.stale else ""
