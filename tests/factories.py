@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from codebase_core.languages import language_for_path
 from codebase_core.models import Chunk, Repository, SourceFile, chunk_id_for, sha256_hex
@@ -63,3 +64,20 @@ def file_batch(
         path=path, language=language_for_path(path), content_hash=sha256_hex(text), size=len(text)
     )
     return FileBatch(file=source, text=text, chunks=chunks, vectors=vectors)
+
+
+def write_sample_repo(root: Path) -> Path:
+    """A two-file Python repository on disk: ``pkg/retry.py`` (``retry_with_backoff``, from
+    line 4) and ``pkg/names.py`` (``slugify``)."""
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "retry.py").write_text(
+        "import time\n\n\ndef retry_with_backoff(fn, attempts=5):\n"
+        '    """Call fn until it succeeds, sleeping twice as long after each failure."""\n'
+        "    delay = 0.1\n    for _ in range(attempts):\n        try:\n            return fn()\n"
+        "        except OSError:\n            time.sleep(delay)\n            delay *= 2\n"
+        "    return fn()\n"
+    )
+    (root / "pkg" / "names.py").write_text(
+        "def slugify(title):\n    return '-'.join(title.lower().split())\n"
+    )
+    return root

@@ -10,21 +10,11 @@ from codebase_core.errors import RepositoryNotFound, ValidationFailed
 from codebase_core.models import SearchMode, TaskStatus
 from entrypoints.library import open_codebase
 from entrypoints.settings import Settings
+from tests.factories import write_sample_repo
 
 
 def _repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "retry.py").write_text(
-        "import time\n\n\ndef retry_with_backoff(fn, attempts=5):\n"
-        '    """Call fn until it succeeds, sleeping twice as long after each failure."""\n'
-        "    delay = 0.1\n    for _ in range(attempts):\n        try:\n            return fn()\n"
-        "        except OSError:\n            time.sleep(delay)\n            delay *= 2\n"
-        "    return fn()\n"
-    )
-    (root / "pkg" / "names.py").write_text(
-        "def slugify(title):\n    return '-'.join(title.lower().split())\n"
-    )
+    root = write_sample_repo(tmp_path / "proj")
     (root / ".gitignore").write_text("build/\n")
     (root / "build").mkdir()
     (root / "build" / "generated.py").write_text("def retry_with_backoff():\n    pass\n")

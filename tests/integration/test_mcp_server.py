@@ -18,6 +18,7 @@ from codebase_core.models import TaskStatus
 from entrypoints.mcp import build_server
 from entrypoints.settings import Settings
 from tests.conftest import drop_projects, new_project_id
+from tests.factories import write_sample_repo
 
 CORE_SRC = Path(__file__).resolve().parents[2] / "src" / "codebase_core"
 SHA_A = "a" * 40
@@ -34,21 +35,6 @@ TOOLS = {
     "update_task",
     "list_tasks",
 }
-
-
-def _repo(root: Path) -> Path:
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "retry.py").write_text(
-        "import time\n\n\ndef retry_with_backoff(fn, attempts=5):\n"
-        '    """Call fn until it succeeds, sleeping twice as long after each failure."""\n'
-        "    delay = 0.1\n    for _ in range(attempts):\n        try:\n            return fn()\n"
-        "        except OSError:\n            time.sleep(delay)\n            delay *= 2\n"
-        "    return fn()\n"
-    )
-    (root / "pkg" / "names.py").write_text(
-        "def slugify(title):\n    return '-'.join(title.lower().split())\n"
-    )
-    return root
 
 
 @pytest.fixture
@@ -132,7 +118,7 @@ async def test_tools_list_shows_every_tool_with_its_schema(client: Client[Any]) 
 
 
 async def test_index_with_progress_then_search(tmp_path: Path, pg_env: str) -> None:
-    root = _repo(tmp_path / "proj")
+    root = write_sample_repo(tmp_path / "proj")
     updates: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -184,7 +170,7 @@ async def test_index_with_progress_then_search(tmp_path: Path, pg_env: str) -> N
 
 
 async def test_stale_hits_and_refresh(tmp_path: Path, client: Client[Any]) -> None:
-    root = _repo(tmp_path / "proj")
+    root = write_sample_repo(tmp_path / "proj")
     await call(client, "index_repository", repo_path=str(root))
     first = await call(client, "search_code", query="slugify title", mode="lexical")
     assert first["results"][0]["stale"] is False
@@ -287,8 +273,8 @@ async def test_concise_cuts_search_tokens_by_more_than_60_percent(
 
 
 async def test_allowed_roots_limit_indexing(tmp_path: Path) -> None:
-    inside = _repo(tmp_path / "allowed" / "proj")
-    outside = _repo(tmp_path / "elsewhere")
+    inside = write_sample_repo(tmp_path / "allowed" / "proj")
+    outside = write_sample_repo(tmp_path / "elsewhere")
     settings = Settings(embedder="none", allowed_roots=[str(tmp_path / "allowed")])
     async with Client(build_server(settings)) as c:
         ok = await call(c, "index_repository", repo_path=str(inside))
@@ -400,7 +386,7 @@ async def test_projects_are_isolated_through_the_tools(
 ) -> None:
     other = new_project_id()
     extra_projects.append(other)
-    root = _repo(tmp_path / "proj")
+    root = write_sample_repo(tmp_path / "proj")
 
     indexed = await call(client, "index_repository", repo_path=str(root), project_id=other)
     assert indexed["database_name"] == schema_name(other)

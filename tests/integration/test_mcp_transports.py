@@ -18,19 +18,10 @@ from fastmcp import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.embedding_servers import unused_port
+from tests.factories import write_sample_repo
 
 EXE = str(Path(sys.executable).with_name("codebase-mcp"))
 TOKEN = "s3cret-token-for-tests"
-
-
-def _repo(root: Path) -> Path:
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "retry.py").write_text(
-        "def retry_with_backoff(fn, attempts=5):\n"
-        '    """Call fn until it succeeds, sleeping longer after each failure."""\n'
-        "    return fn()\n"
-    )
-    return root
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -40,7 +31,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 async def test_stdio_with_the_official_sdk_client(tmp_path: Path, pg_env: str) -> None:
-    root = _repo(tmp_path / "proj")
+    root = write_sample_repo(tmp_path / "proj")
     params = StdioServerParameters(command=EXE, args=["serve"], env=_env())
     errlog = (tmp_path / "stderr.log").open("w")
     try:
@@ -56,7 +47,7 @@ async def test_stdio_with_the_official_sdk_client(tmp_path: Path, pg_env: str) -
             indexed = await session.call_tool("index_repository", {"repo_path": str(root)})
             assert not indexed.is_error, indexed.content
             data = json.loads(indexed.content[0].text)
-            assert data["files_indexed"] == 1 and data["project_id"] == pg_env
+            assert data["files_indexed"] == 2 and data["project_id"] == pg_env
 
             found = await session.call_tool(
                 "search_code", {"query": "retry after failure", "detail_level": "concise"}
@@ -215,7 +206,7 @@ async def test_http_health_token_and_tools(http_server: str) -> None:
 
 @pytest.mark.parametrize("http_server", ["sse"], indirect=True)
 async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> None:
-    root = _repo(tmp_path / "proj")
+    root = write_sample_repo(tmp_path / "proj")
     async with (
         httpx.AsyncClient(timeout=5) as http,
         http.stream("GET", f"{http_server}/sse") as refused,
@@ -224,7 +215,7 @@ async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> Non
     async with Client(f"{http_server}/sse", auth=TOKEN) as client:
         indexed = await client.call_tool("index_repository", {"repo_path": str(root)})
         assert indexed.structured_content is not None
-        assert indexed.structured_content["files_indexed"] == 1
+        assert indexed.structured_content["files_indexed"] == 2
         found = await client.call_tool("search_code", {"query": "retry_with_backoff"})
         assert found.structured_content is not None
         assert found.structured_content["results"][0]["file_path"] == "pkg/retry.py"

@@ -200,18 +200,3 @@ def serve(
     else:
         log.info("codebase-mcp %s on http://%s:%d (%s)", package_version(), host, port, transport)
         mcp.run(transport, show_banner=False, host=host, port=port)
-
-
-async def serve_async(
-    settings: Settings,
-    transport: Transport = "stdio",
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-) -> None:
-    """``serve`` for a caller that already runs an event loop."""
-    check_exposure(settings, transport, host)
-    mcp = build_server(settings)
-    if transport == "stdio":
-        await mcp.run_async("stdio", show_banner=False)
-    else:
-        await mcp.run_async(transport, show_banner=False, host=host, port=port)
