@@ -76,6 +76,8 @@ async def test_tools_list_shows_every_tool_with_its_schema(client: Client[Any]) 
     for tool in tools.values():
         assert tool.description and len(tool.description) > 40, tool.name
         assert tool.input_schema["type"] == "object"
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), (tool.name, name)
 
     search = tools["search_code"].input_schema
     props = search["properties"]

@@ -33,6 +33,9 @@ STATUS_HELP = (
     "One of 'need to be done', 'in-progress', 'complete' ('pending' and 'completed' are "
     "accepted as aliases)."
 )
+TITLE_HELP = "A short summary of the work (1-200 characters)."
+DESCRIPTION_HELP = "What to do and why (at most 2,000 characters)."
+NOTES_HELP = "Working notes: findings, decisions, next steps (at most 5,000 characters)."
 TaskId = Annotated[str, Field(description="The task's id (from create_task or list_tasks).")]
 
 
@@ -62,10 +65,12 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
 
     @mcp.tool(annotations={"openWorldHint": False})
     async def create_task(
-        title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE)],
+        title: Annotated[str, Field(description=TITLE_HELP, min_length=1, max_length=MAX_TITLE)],
         ctx: Context,
-        description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION)] = None,
-        notes: Annotated[str | None, Field(max_length=MAX_NOTES)] = None,
+        description: Annotated[
+            str | None, Field(description=DESCRIPTION_HELP, max_length=MAX_DESCRIPTION)
+        ] = None,
+        notes: Annotated[str | None, Field(description=NOTES_HELP, max_length=MAX_NOTES)] = None,
         planning_references: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)]] | None,
             Field(
@@ -103,9 +108,13 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
     async def update_task(
         task_id: TaskId,
         ctx: Context,
-        title: Annotated[str | None, Field(min_length=1, max_length=MAX_TITLE)] = None,
-        description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION)] = None,
-        notes: Annotated[str | None, Field(max_length=MAX_NOTES)] = None,
+        title: Annotated[
+            str | None, Field(description=TITLE_HELP, min_length=1, max_length=MAX_TITLE)
+        ] = None,
+        description: Annotated[
+            str | None, Field(description=DESCRIPTION_HELP, max_length=MAX_DESCRIPTION)
+        ] = None,
+        notes: Annotated[str | None, Field(description=NOTES_HELP, max_length=MAX_NOTES)] = None,
         status: Annotated[str | None, Field(description=STATUS_HELP)] = None,
         branch: Annotated[
             str | None,
@@ -159,8 +168,8 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         branch: Annotated[
             str | None, Field(description="Only tasks linked to this branch.")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int, Field(description="Tasks per page.", ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Field(description="Tasks to skip (paging).", ge=0)] = 0,
         full_details: Annotated[
             bool,
             Field(
