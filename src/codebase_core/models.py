@@ -45,6 +45,12 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def shorten(value: object, limit: int = 80) -> str:
+    """``value`` as text for an error message, cut to ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def repository_id_for(path: str) -> str:
     """A stable id for a repository root: the same absolute path gives the same id."""
     return str(uuid.uuid5(_NAMESPACE, path))
@@ -373,7 +379,8 @@ class TaskStatus(StrEnum):
                 if member.value == v:
                     return member
         raise InvalidStatus(
-            f"Invalid status: {value}. Valid values: {[m.value for m in cls]}", value=value
+            f"Invalid status: {shorten(value)}. Valid values: {[m.value for m in cls]}",
+            value=value,
         )
 
 

@@ -140,11 +140,12 @@ class Codebase:
         repository_id: str | None = None,
         *,
         only: Callable[[str], bool] | None = None,
-        progress: ProgressCallback | None = None,
+        progress: Callable[[int, int], ProgressCallback] | None = None,
     ) -> list[IndexResult]:
         """Bring the repositories a search would cover up to date (incrementally: cheap when
         nothing changed). A repository whose root is gone, or whose path ``only`` refuses,
-        is left as it is (its hits come back ``stale`` where they changed)."""
+        is left as it is (its hits come back ``stale`` where they changed). ``progress(i, n)``
+        gives the callback of the i-th of n runs."""
         if repository_id is not None:
             repos = [await self._store.get_repository(repository_id)]
         else:
@@ -156,10 +157,11 @@ class Codebase:
         ]
         service = await self.indexing_service() if present else None
         results: list[IndexResult] = []
-        for repo in present:
+        for i, repo in enumerate(present):
             if service is None:
                 break
-            results.append(await service.index(repo.path, name=repo.name, progress=progress))
+            report = progress(i, len(present)) if progress is not None else None
+            results.append(await service.index(repo.path, name=repo.name, progress=report))
         return results
 
     async def repositories(self) -> list[Repository]:
@@ -202,14 +204,26 @@ class Workspaces:
         self.default_project = check_project_id(default_project)
         self._codebases: dict[str, Codebase] = {}
 
-    async def codebase(self, project_id: str | None = None) -> Codebase:
-        """The project's ``Codebase`` (the default project when ``project_id`` is None)."""
+    async def codebase(self, project_id: str | None = None, *, create: bool = True) -> Codebase:
+        """The project's ``Codebase`` (the default project when ``project_id`` is None).
+
+        A project is created on first use; with ``create=False`` an unknown project other than
+        the default raises ``ValidationFailed`` instead (so that reading with a mistyped id
+        does not leave an empty workspace behind).
+        """
         pid = check_project_id(project_id or self.default_project)
         found = self._codebases.get(pid)
         if found is not None:
             return found
         container = self._container
         stores: ProjectStores = await _resolve(container.project_stores())
+        if not create and pid != self.default_project and pid not in await stores.project_ids():
+            raise ValidationFailed(
+                "project_id",
+                pid,
+                "no such project: list_projects shows them (index_repository or create_task "
+                "creates one)",
+            )
         store = stores.chunk_store(pid)
         codebase = Codebase(
             pid,
@@ -235,12 +249,21 @@ class Workspaces:
         return "ok"
 
     async def embedder_status(self) -> str:
-        """The embedder in use (``none``: lexical only), or ``not loaded`` before the first
-        index or search needed it."""
+        """The embedder in use (``none``: lexical only); ``not loaded`` before the first index
+        or search needed it, ``loading`` while it loads, ``unavailable`` if it failed."""
         provider = self._container.embedder_choice
         if not provider.initialized:
             return "not loaded"
-        choice: EmbedderChoice = await _resolve(provider())
+        try:
+            # Shielded: a load still in progress (the provider reads as initialised once it
+            # has started) is not cancelled by this probe giving up.
+            choice: EmbedderChoice = await asyncio.wait_for(
+                asyncio.shield(_resolve(provider())), timeout=0.2
+            )
+        except TimeoutError:
+            return "loading"
+        except CoreError:
+            return "unavailable"
         if choice.embedder is None:
             return "none"
         return f"{choice.chosen} ({choice.embedder.model})"

@@ -12,6 +12,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from codebase_core.fusion import FusionMethod
 
+MIN_TOKEN_CHARS = 16
+# Where ``codebase-mcp serve --transport http|sse`` listens unless told otherwise.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 3000
+
 
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("codebase-mcp", appauthor=False))
@@ -97,6 +102,17 @@ class Settings(BaseSettings):
     # required off loopback), separated by os.pathsep like PATH.
     auth_token: SecretStr | None = None
     allowed_roots: Annotated[list[str] | None, NoDecode] = None
+
+    @field_validator("auth_token")
+    @classmethod
+    def _real_token(cls, value: SecretStr | None) -> SecretStr | None:
+        # An empty token would otherwise read as "no token" and leave a public server open.
+        if value is not None and len(value.get_secret_value().strip()) < MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"must be at least {MIN_TOKEN_CHARS} characters (e.g. the output of "
+                "'python -c \"import secrets; print(secrets.token_urlsafe(32))\"'), or unset"
+            )
+        return value
 
     @field_validator("allowed_roots", mode="before")
     @classmethod

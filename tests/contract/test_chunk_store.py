@@ -86,6 +86,9 @@ async def test_file_hashes_texts_and_chunks(chunk_store: ChunkStore) -> None:
         "src/a_b/util.py",
         "src/auth/login.py",
     ]
+    some = await chunk_store.file_hashes("r1", ["src/a_b/util.py", "nope.py", "src/a%b/x.py"])
+    assert some == {"src/a_b/util.py": hashes["src/a_b/util.py"]}
+    assert await chunk_store.file_hashes("r1", []) == {}
     texts = await chunk_store.file_texts("r1", ["src/auth/login.py", "nope.py"])
     assert texts == {"src/auth/login.py": "def login(user, password):\n    check"}
     chunks = await chunk_store.chunks("r1")  # ordered by code point ('X' < '_')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -528,3 +529,73 @@ async def test_list_tasks_pages_filters_and_budget(client: Client[Any]) -> None:
     on_branch = await call(client, "list_tasks", branch="feat/retry")
     assert {t["id"] for t in on_branch["tasks"]} == {ids[0], ids[1]}
     assert TaskStatus.parse(on_branch["tasks"][0]["status"])
+
+
+async def test_unknown_tool_project_and_repository_are_coded(
+    client: Client[Any], pg_env: str
+) -> None:
+    text = await error_of(client, "search_everything", query="x")
+    assert text.startswith("VALIDATION_ERROR: name='search_everything': unknown tool")
+    assert "search_code" in text
+
+    # Reading a project that does not exist says so, and does not create it.
+    for tool, args in (
+        ("get_task", {"task_id": "t"}),
+        ("list_tasks", {}),
+        ("search_code", {"query": "x"}),
+        ("list_repositories", {}),
+    ):
+        text = await error_of(client, tool, project_id="no such project", **args)
+        assert text.startswith("VALIDATION_ERROR: project_id='no such project': no such project")
+    projects = (await call(client, "list_projects"))["projects"]
+    assert "no such project" not in {p["id"] for p in projects}
+
+    text = await error_of(client, "search_code", query="x", repository_id="not-an-id")
+    assert text.startswith("REPOSITORY_NOT_FOUND: ")
+    long_status = "x" * 300
+    text = await error_of(client, "list_tasks", status=long_status)
+    assert text.startswith("INVALID_STATUS: Invalid status: xxx") and len(text) < 250
+
+
+async def test_an_abandoned_index_run_completes(tmp_path: Path, client: Client[Any]) -> None:
+    """A client that times out cancels its request; the server's indexing run goes on."""
+    root = tmp_path / "big"
+    for i in range(400):
+        path = root / f"m{i // 50}" / f"f{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(f"def fn_{i}_{j}(x):\n    return x + {j}\n" for j in range(30)))
+    with pytest.raises(Exception, match="timed out"):
+        await client.call_tool("index_repository", {"repo_path": str(root)}, timeout=0.2)
+    for _ in range(120):
+        repos = (await call(client, "list_repositories"))["repositories"]
+        if repos and repos[0]["file_count"] == 400:
+            break
+        await asyncio.sleep(0.25)
+    else:
+        pytest.fail(f"the abandoned run did not complete: {repos}")
+    # Joins the run if it is still finishing (its result), else a quick incremental run.
+    again = await call(client, "index_repository", repo_path=str(root))
+    assert again["status"] == "success"
+    assert (again["files_indexed"], again["files_unchanged"]) in ((400, 0), (0, 400))
+
+
+async def test_refresh_progress_spans_every_repository(tmp_path: Path, pg_env: str) -> None:
+    first = write_sample_repo(tmp_path / "one")
+    second = write_sample_repo(tmp_path / "two")
+    updates: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
+
+    async with Client(build_server(Settings(embedder="none")), progress_handler=on_progress) as c:
+        await call(c, "index_repository", repo_path=str(first))
+        await call(c, "index_repository", repo_path=str(second))
+        (second / "pkg" / "names.py").write_text("def slugify(t):\n    return t\n")
+        updates.clear()
+        found = await call(c, "search_code", query="slugify", refresh=True)
+    assert sorted(r["files_indexed"] for r in found["refreshed"]) == [0, 1]
+    values = [v for v, _ in updates]
+    assert values == sorted(values) and values[-1] == 100.0
+    assert any(m and m.startswith("repository 1/2") for _, m in updates)
+    assert any(m and m.startswith("repository 2/2") for _, m in updates)
+    assert max(v for v, m in updates if m and m.startswith("repository 1/2")) <= 50.0

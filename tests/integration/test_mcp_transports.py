@@ -196,12 +196,9 @@ async def test_http_health_token_and_tools(http_server: str) -> None:
         bad = await client.call_tool("get_task", {"task_id": "nope"}, raise_on_error=False)
         assert bad.is_error and bad.content[0].text.startswith("TASK_NOT_FOUND: ")
 
-    # The embedder is reported once a call has needed it.
+    # Tasks never need the embedder: it is not loaded yet (the SSE test loads it).
     async with httpx.AsyncClient(timeout=5) as http:
-        assert (await http.get(f"{http_server}/health")).json()["embedder"] in (
-            "not loaded",
-            "hash (hash-384)",
-        )
+        assert (await http.get(f"{http_server}/health")).json()["embedder"] == "not loaded"
 
 
 @pytest.mark.parametrize("http_server", ["sse"], indirect=True)
@@ -228,6 +225,9 @@ async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> Non
     [
         ({}, "CODEBASE_MCP_AUTH_TOKEN"),
         ({"CODEBASE_MCP_AUTH_TOKEN": TOKEN}, "CODEBASE_MCP_ALLOWED_ROOTS"),
+        # An empty or short token is refused, never taken as "no token"; nor echoed.
+        ({"CODEBASE_MCP_AUTH_TOKEN": ""}, "CODEBASE_MCP_AUTH_TOKEN"),
+        ({"CODEBASE_MCP_AUTH_TOKEN": "hunter2"}, "CODEBASE_MCP_AUTH_TOKEN"),
     ],
 )
 def test_non_loopback_needs_a_token_and_roots(env: dict[str, str], needs: str) -> None:
@@ -243,5 +243,7 @@ def test_non_loopback_needs_a_token_and_roots(env: dict[str, str], needs: str) -
         timeout=60,
     )
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"VALIDATION_ERROR: {needs}=None: ")
+    shown = "'***'" if env.get("CODEBASE_MCP_AUTH_TOKEN") in ("", "hunter2") else "None"
+    assert proc.stderr.startswith(f"VALIDATION_ERROR: {needs}={shown}: "), proc.stderr
+    assert "hunter2" not in proc.stderr
     assert proc.stdout == ""

@@ -9,6 +9,7 @@ import os
 import pwd
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -450,3 +451,30 @@ def test_any_nul_free_text_is_scanned_and_read_back(lines: list[str], eol: str, 
         ("f.txt", hashlib.sha256(data).hexdigest())
     ]
     assert text == "\n".join(lines)
+
+
+async def test_changed_sees_backdated_edits_links_and_oversized_files(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    (root / "b.py").write_text("y = 1\n")
+    (root / "big.py").write_text("z = 1\n")
+    tree = LocalSourceTree(max_file_bytes=64)
+    indexed = {f.path: f.content_hash for f in (await tree.scan(str(root))).files}
+    since = datetime.now(UTC)
+
+    # Edited, then its mtime set back to before the run (as some tools do): the change time
+    # cannot be set back, so the edit is still seen.
+    (root / "a.py").write_text("x = 2\n")
+    old = since.timestamp() - 3600
+    os.utime(root / "a.py", (old, old))
+    # Swapped for a link to an older file outside the root: the link's own times count.
+    outside = tmp_path / "outside.py"
+    outside.write_text("y = 1\n")
+    os.utime(outside, (old, old))
+    (root / "b.py").unlink()
+    (root / "b.py").symlink_to(outside)
+    # Grown past the size limit: the scan would drop it, so it is changed (and not read).
+    (root / "big.py").write_text("z = 1\n" * 100)
+
+    assert await tree.changed(str(root), indexed, since) == {"a.py", "b.py", "big.py"}

@@ -53,6 +53,8 @@ from codebase_core.models import FileError, ScanEntry, ScanResult
 SNIFF_BYTES = 8192
 MINIFIED_MIN_BYTES = 2048
 MINIFIED_LINE_BYTES = 500
+# How far before an indexing run's start ``changed`` still reads a file's times as "touched".
+MTIME_SLACK_S = 3.0
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 EXCLUDED_DIRS = frozenset(
@@ -160,14 +162,24 @@ class LocalSourceTree:
             base = _resolve_root(root)
         except ValidationFailed:
             return set(indexed)
-        cutoff = since.timestamp() if since is not None else None
+        # File times come from a coarse clock (and FAT/SMB keep 2 s, NFS servers drift): a
+        # write just after the run began may carry an earlier time, so look a little further
+        # back. Costs a hash of the hits edited shortly before indexing, nothing else.
+        cutoff = since.timestamp() - MTIME_SLACK_S if since is not None else None
         for rel, indexed_hash in indexed.items():
             path = os.path.join(base, rel)
             try:
-                st = os.stat(path)
-                if cutoff is not None and max(st.st_mtime, st.st_ctime) <= cutoff:
+                # Both the link and what it leads to: swapping a file for a link to an older
+                # one changes the link's times only.
+                st, lst = os.stat(path), os.lstat(path)
+                newest = max(st.st_mtime, st.st_ctime, lst.st_mtime, lst.st_ctime)
+                if cutoff is not None and newest <= cutoff:
                     continue
-                data = _read_regular(path, None, follow=True)
+                # What the scan would not index counts as changed, without reading it.
+                if not _inside(os.path.realpath(path), base) or st.st_size > self._max_file_bytes:
+                    out.add(rel)
+                    continue
+                data = _read_regular(path, self._max_file_bytes, follow=True)
             except OSError:
                 out.add(rel)
                 continue

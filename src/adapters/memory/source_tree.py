@@ -40,8 +40,11 @@ class InMemorySourceTree:
         out: set[str] = set()
         for path, indexed_hash in indexed.items():
             data = files.get(path)
+            if data is None:
+                out.add(path)
+                continue
             touched = since is None or self._mtimes[(root, path)] > since
-            if data is None or (touched and sha256_hex(data) != indexed_hash):
+            if touched and sha256_hex(data) != indexed_hash:
                 out.add(path)
         return out
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from codebase_core import lexical
-from codebase_core.errors import EmbedderUnavailable, ModelMismatch
+from codebase_core.errors import EmbedderUnavailable, ModelMismatch, RepositoryNotFound
 from codebase_core.fusion import FusionConfig, fuse
 from codebase_core.models import (
     CONTEXT_LINES,
@@ -223,6 +223,9 @@ class SearchService:
     async def _changed_on_disk(self, repo_id: str, paths: set[str]) -> set[str]:
         if self._source is None:
             return set()
-        repo = await self._store.get_repository(repo_id)
+        try:
+            repo = await self._store.get_repository(repo_id)
+        except RepositoryNotFound:  # deleted while this search ran
+            return set(paths)
         indexed = await self._store.file_hashes(repo_id, sorted(paths))
         return await self._source.changed(repo.path, indexed, repo.indexed_at)

@@ -27,9 +27,8 @@ from codebase_core.models import (
 from codebase_core.services import ProgressCallback
 from entrypoints.doctor import diagnose
 from entrypoints.library import Codebase, open_codebase
-from entrypoints.mcp.server import DEFAULT_HOST, DEFAULT_PORT, serve
 from entrypoints.presenters import index_payload, search_payload
-from entrypoints.settings import Settings, cli_index_workers
+from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, cli_index_workers
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -224,7 +223,9 @@ def _settings() -> Settings:
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         var = "CODEBASE_MCP_" + "_".join(str(p) for p in first["loc"]).upper()
-        raise ValidationFailed(var, first.get("input"), first["msg"]) from None
+        secret = var.endswith(("_TOKEN", "_KEY"))  # never echo a credential, even a bad one
+        shown = "***" if secret else first.get("input")
+        raise ValidationFailed(var, shown, first["msg"]) from None
     if settings.index_workers is None:
         settings.index_workers = cli_index_workers()
     return settings
@@ -336,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
+            from entrypoints.mcp.server import serve  # fastmcp only for the server
+
             # stdout is the protocol on stdio: nothing else may be printed there.
             serve(_settings(), args.transport, args.host, args.port)
             return EXIT_OK

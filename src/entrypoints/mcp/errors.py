@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pydantic
-from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
 from codebase_core.errors import CoreError
-from codebase_core.models import TaskStatus
+from codebase_core.models import TaskStatus, shorten
 
 log = logging.getLogger("codebase_mcp")
 
@@ -65,7 +65,7 @@ def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any])
     more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
     if field in _STATUS_FIELDS:
         valid = [s.value for s in TaskStatus]
-        return f"INVALID_STATUS: Invalid status: {value}. Valid values: {valid}{more}"
+        return f"INVALID_STATUS: Invalid status: {shorten(value)}. Valid values: {valid}{more}"
     if field == "limit" and kind in _BOUND_ERRORS:
         low, high = _limit_bounds(schema, field)
         return f"INVALID_LIMIT: Limit must be between {low} and {high}, got {value}{more}"
@@ -90,6 +90,15 @@ class CodedErrors(Middleware):
     ) -> ToolResult:
         try:
             return await call_next(context)
+        except NotFoundError:
+            names = []
+            if context.fastmcp_context is not None:
+                names = sorted(t.name for t in await context.fastmcp_context.fastmcp.list_tools())
+            raise ToolError(
+                f"VALIDATION_ERROR: name={_shown(context.message.name)}: unknown tool; the tools "
+                f"are {names}",
+                log_level=logging.INFO,
+            ) from None
         except ValidationError as e:
             cause = e.__cause__
             if not isinstance(cause, pydantic.ValidationError):

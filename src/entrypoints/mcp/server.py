@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import ipaddress
 import logging
@@ -19,17 +21,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from codebase_core.errors import CoreError, ValidationFailed
+from codebase_core.models import IndexResult
 from entrypoints.library import Workspaces, open_workspaces
 from entrypoints.mcp.errors import CodedErrors
 from entrypoints.mcp.tools_code import register_code_tools
 from entrypoints.mcp.tools_tasks import register_task_tools
-from entrypoints.settings import Settings
+from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
 log = logging.getLogger("codebase_mcp")
 
 Transport = Literal["stdio", "http", "sse"]
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 3000
 
 INSTRUCTIONS = """\
 Semantic code search and a development task tracker.
@@ -53,14 +54,15 @@ class AllowedRoots:
     def __init__(self, roots: Sequence[str] | None) -> None:
         self.roots = [os.path.realpath(r) for r in roots] if roots is not None else None
 
-    def check(self, path: str, field: str = "repo_path") -> None:
-        """``ValidationFailed`` naming the allowed roots when ``path`` lies outside them."""
-        if self.roots is None:
-            return
+    def check(self, path: str, field: str = "repo_path") -> str:
+        """``path`` resolved (symlinks followed), or ``ValidationFailed`` naming the allowed
+        roots when it lies outside them."""
         real = os.path.realpath(path)
+        if self.roots is None:
+            return real
         for root in self.roots:
             if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                return
+                return real
         raise ValidationFailed(
             field,
             path,
@@ -83,6 +85,8 @@ class ServerState:
     workspaces: Workspaces
     roots: AllowedRoots
     started: float = field(default_factory=time.monotonic)
+    # Indexing runs by (project, root): owned by the server, so they outlive a cancelled call.
+    indexing: dict[tuple[str, str], asyncio.Task[IndexResult]] = field(default_factory=dict)
 
 
 def state_of(ctx: Context) -> ServerState:
@@ -149,6 +153,13 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
                 yield state
             finally:
                 current.pop("state", None)
+                # Runs still going stop before the pool and the embedder shut down.
+                runs = list(state.indexing.values())
+                for run in runs:
+                    run.cancel()
+                for run in runs:
+                    with contextlib.suppress(BaseException):
+                        await run
 
     auth = BearerToken(resolved.auth_token.get_secret_value()) if resolved.auth_token else None
     mcp: FastMCP[ServerState] = FastMCP(

@@ -5,6 +5,9 @@ Tools are thin: validate, call the library, map errors (``coded``), shape the re
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -21,6 +24,7 @@ from codebase_core.models import (
     ProgressPhase,
 )
 from codebase_core.services import ProgressCallback
+from entrypoints.library import Codebase, resolve_repo_path
 from entrypoints.mcp.errors import coded
 from entrypoints.mcp.formats import (
     DetailLevel,
@@ -35,6 +39,8 @@ from entrypoints.presenters import repository_payload
 
 if TYPE_CHECKING:
     from entrypoints.mcp.server import ServerState
+
+log = logging.getLogger("codebase_mcp")
 
 ProjectId = Annotated[
     str | None,
@@ -69,28 +75,72 @@ _PHASE_SPAN: dict[ProgressPhase, tuple[float, float]] = {
 }
 
 
-def progress_reporter(ctx: Context, label: str = "") -> ProgressCallback:
-    """An indexing progress callback that sends MCP progress notifications (0-100).
+def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCallback:
+    """An indexing progress callback that sends MCP progress notifications (0-100); the
+    ``run``-th of ``runs`` indexing runs of one request covers its share of the scale.
 
-    Clients that honour them reset their request timeout on each one.
+    Clients that honour them reset their request timeout on each one. Once a notification
+    fails (the client went away), the run goes on without reporting.
     """
     highest = 0.0
+    live = True
 
     async def report(phase: ProgressPhase, done: int, total: int) -> None:
-        nonlocal highest
+        nonlocal highest, live
         low, high = _PHASE_SPAN[phase]
-        value = low + (high - low) * (done / total if total else 1.0)
-        value = max(value, highest)
+        within = low + (high - low) * (done / total if total else 1.0)
+        value = max(highest, (run * 100.0 + within) / runs)
         highest = value
+        if not live:
+            return
         if phase == "waiting":
             message = "waiting: another process is indexing this repository"
         elif phase in ("writing", "deleting"):
             message = f"{phase} {done}/{total} files"
         else:
             message = phase
-        await ctx.report_progress(value, 100.0, f"{label}{message}")
+        if runs > 1:
+            message = f"repository {run + 1}/{runs}: {message}"
+        try:
+            await ctx.report_progress(value, 100.0, message)
+        except Exception:  # any failure to notify: the run itself must not stop for it
+            live = False
+            log.debug("progress notification failed; indexing goes on", exc_info=True)
 
     return report
+
+
+async def index_shared(
+    state: ServerState,
+    cb: Codebase,
+    path: str,
+    *,
+    name: str | None,
+    force: bool,
+    progress: ProgressCallback,
+) -> IndexResult:
+    """Index ``path`` in a task the server owns: a client that gives up (a timeout cancels
+    its request) does not stop the run, and a call for a repository already being indexed
+    joins that run (a forced call waits for it, then runs its own)."""
+    key = (cb.project_id, path)
+    running = state.indexing.get(key)
+    if running is not None and force:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(running)
+        running = None
+    if running is None or running.done():
+        running = asyncio.create_task(cb.index(path, name=name, force=force, progress=progress))
+        state.indexing[key] = running
+        running.add_done_callback(lambda task: _finished(state, key, task))
+    return await asyncio.shield(running)
+
+
+def _finished(state: ServerState, key: tuple[str, str], task: asyncio.Task[IndexResult]) -> None:
+    if state.indexing.get(key) is task:
+        del state.indexing[key]
+    if not task.cancelled() and task.exception() is not None:
+        # Seen by whoever awaited it; logged for a run whose client had gone.
+        log.info("indexing %s ended with %s", key[1], task.exception())
 
 
 def _state(ctx: Context) -> ServerState:
@@ -155,8 +205,9 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         re-embedded, so re-running it on an indexed repository is cheap (about a second for
         10,000 unchanged files). Sends progress notifications while it runs. A first index of
         a large repository with a neural embedder can take minutes: clients that do not reset
-        their timeout on progress may give up before it ends (the run still completes on the
-        server; call it again afterwards to get the result quickly).
+        their timeout on progress may give up before it ends: the run still completes on the
+        server, and calling this tool again for the repository joins it and returns its
+        result.
 
         Returns repository_id (use it to filter search_code), files_indexed, chunks_created,
         duration_seconds, status (success / partial / failed), errors, project_id and
@@ -168,10 +219,17 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
                 raise ValidationFailed(
                     "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
                 )
-            state.roots.check(repo_path)
+            # Resolved once: the path checked against the roots is the path indexed.
+            real = state.roots.check(repo_path)
             cb = await state.workspaces.codebase(project_id)
-            result = await cb.index(
-                repo_path, name=name, force=force_reindex, progress=progress_reporter(ctx)
+            root = resolve_repo_path(real)
+            result = await index_shared(
+                state,
+                cb,
+                root,
+                name=name,
+                force=force_reindex,
+                progress=progress_reporter(ctx),
             )
         if response_format == "markdown":
             return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))
@@ -236,11 +294,15 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         """
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
+            if repository_id is not None:
+                await cb.repository(repository_id)  # REPOSITORY_NOT_FOUND, not an empty list
             refreshed: list[IndexResult] | None = None
             if refresh:
                 refreshed = await cb.refresh(
-                    repository_id, only=state.roots.allows, progress=progress_reporter(ctx)
+                    repository_id,
+                    only=state.roots.allows,
+                    progress=lambda i, n: progress_reporter(ctx, i, n),
                 )
             result = await cb.search(
                 query,
@@ -270,7 +332,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         file_count, chunk_count, indexed_at and embedding_model."""
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
             repos = await cb.repositories()
         return {
             "repositories": [repository_payload(r) for r in repos],
@@ -290,7 +352,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         touched)."""
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
             repo = await cb.repository(repository_id)
             await cb.delete_repository(repository_id)
         return {

@@ -100,7 +100,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         planning_references, created_at, updated_at, completed_at."""
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
             task = await cb.tasks.get(task_id)
         return task_payload(task)
 
@@ -142,7 +142,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         """
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
             task = await cb.tasks.update(
                 task_id,
                 title=title,
@@ -183,7 +183,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         (all matches), has_more (another page follows) and success."""
         state = _state(ctx)
         with coded():
-            cb = await state.workspaces.codebase(project_id)
+            cb = await state.workspaces.codebase(project_id, create=False)
             page = await cb.tasks.list(status=status, branch=branch, limit=limit, offset=offset)
         shape = task_payload if full_details else summary_payload
         return {

@@ -1,0 +1,109 @@
+"""SourceTree contract, on the in-memory tree and on the local filesystem: what ``changed``
+reports, whatever holds the files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from adapters.filesystem import LocalSourceTree
+from adapters.memory import InMemorySourceTree
+from codebase_core.models import utcnow
+from codebase_core.ports import SourceTree
+
+
+class Files(Protocol):
+    def write(self, path: str, data: str) -> None: ...
+    def remove(self, path: str) -> None: ...
+
+
+@dataclass
+class Tree:
+    source: SourceTree
+    root: str
+    files: Files
+
+
+class _MemoryFiles:
+    def __init__(self, tree: InMemorySourceTree, root: str) -> None:
+        self._tree, self._root = tree, root
+
+    def write(self, path: str, data: str) -> None:
+        self._tree.put(self._root, path, data)
+
+    def remove(self, path: str) -> None:
+        self._tree.remove(self._root, path)
+
+
+class _DiskFiles:
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    def write(self, path: str, data: str) -> None:
+        target = self._root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(data)
+
+    def remove(self, path: str) -> None:
+        (self._root / path).unlink()
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def tree(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tree]:
+    if request.param == "memory":
+        memory = InMemorySourceTree()
+        yield Tree(memory, "/repo", _MemoryFiles(memory, "/repo"))
+    else:
+        root = tmp_path / "repo"
+        root.mkdir()
+        yield Tree(LocalSourceTree(), str(root), _DiskFiles(root))
+
+
+async def _indexed(tree: Tree) -> dict[str, str]:
+    scan = await tree.source.scan(tree.root)
+    return {f.path: f.content_hash for f in scan.files}
+
+
+async def test_nothing_changed(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    tree.files.write("pkg/b.py", "y = 2\n")
+    indexed = await _indexed(tree)
+    assert await tree.source.changed(tree.root, indexed, None) == set()
+    assert await tree.source.changed(tree.root, indexed, utcnow()) == set()
+
+
+async def test_edited_and_deleted_files_are_changed(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    tree.files.write("pkg/b.py", "y = 2\n")
+    tree.files.write("c.py", "z = 3\n")
+    indexed = await _indexed(tree)
+    began = utcnow() - timedelta(seconds=60)
+    tree.files.write("a.py", "x = 10\n")
+    tree.files.remove("pkg/b.py")
+    for since in (None, began):
+        assert await tree.source.changed(tree.root, indexed, since) == {"a.py", "pkg/b.py"}
+
+
+async def test_rewritten_with_the_same_bytes_is_unchanged(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    indexed = await _indexed(tree)
+    tree.files.write("a.py", "x = 1\n")
+    assert await tree.source.changed(tree.root, indexed, utcnow() - timedelta(hours=1)) == set()
+
+
+async def test_only_the_files_asked_about(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    tree.files.write("b.py", "y = 2\n")
+    indexed = await _indexed(tree)
+    tree.files.write("b.py", "y = 3\n")
+    assert await tree.source.changed(tree.root, {"a.py": indexed["a.py"]}, None) == set()
+    assert await tree.source.changed(tree.root, {"gone.py": "0" * 64}, None) == {"gone.py"}
+
+
+async def test_a_missing_root_changes_everything(tree: Tree) -> None:
+    assert await tree.source.changed("/no/such/root", {"a.py": "0" * 64}, None) == {"a.py"}
