@@ -127,7 +127,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 d: sum(1 for _ in (root / d).rglob("*") if _.is_file()) for d in directories
             }
             # Swap in precomputed query vectors (same model name, so no mismatch).
-            cb._search._embedder = await _Precomputed.of(HashingEmbedder(384), qs)
+            service = await cb.search_service()
+            service._embedder = await _Precomputed.of(HashingEmbedder(384), qs)
             for q in qs[:5]:  # warm the pool and plans
                 await cb.search(q)
             for mode in ("semantic", "lexical", "hybrid"):

@@ -66,19 +66,23 @@ async def test_stdio_with_the_official_sdk_client(tmp_path: Path, pg_env: str) -
         errlog.close()
 
 
+def _initialize() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+
+
 def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path, pg_env: str) -> None:
     """No banner, no log line, no update notice: every stdout line is JSON-RPC."""
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
+        _initialize(),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {
@@ -151,19 +155,6 @@ def http_server(tmp_path: Path, pg_env: str, request: pytest.FixtureRequest) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-
-
-def _initialize() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "0"},
-        },
-    }
 
 
 async def test_http_health_token_and_tools(http_server: str) -> None:
