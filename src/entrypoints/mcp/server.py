@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import ipaddress
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
-from fastmcp import Context, FastMCP
+from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from codebase_core.errors import CoreError, ValidationFailed
-from codebase_core.models import IndexResult
-from entrypoints.library import Workspaces, open_workspaces
+from codebase_core.errors import ValidationFailed
+from entrypoints.library import open_workspaces
 from entrypoints.mcp.errors import CodedErrors
+from entrypoints.mcp.state import AllowedRoots, ServerState
 from entrypoints.mcp.tools_code import register_code_tools
 from entrypoints.mcp.tools_tasks import register_task_tools
 from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
@@ -46,54 +44,6 @@ def package_version() -> str:
         return version("codebase-mcp")
     except PackageNotFoundError:
         return "unknown"
-
-
-class AllowedRoots:
-    """The directories ``index_repository`` may index (CODEBASE_MCP_ALLOWED_ROOTS); None: any."""
-
-    def __init__(self, roots: Sequence[str] | None) -> None:
-        self.roots = [os.path.realpath(r) for r in roots] if roots is not None else None
-
-    def check(self, path: str, field: str = "repo_path") -> str:
-        """``path`` resolved (symlinks followed), or ``ValidationFailed`` naming the allowed
-        roots when it lies outside them."""
-        real = os.path.realpath(path)
-        if self.roots is None:
-            return real
-        for root in self.roots:
-            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                return real
-        raise ValidationFailed(
-            field,
-            path,
-            f"is outside the allowed roots {self.roots} (CODEBASE_MCP_ALLOWED_ROOTS): index a "
-            "directory inside one of them, or add its root to that variable",
-        )
-
-    def allows(self, path: str) -> bool:
-        try:
-            self.check(path)
-        except ValidationFailed:
-            return False
-        return True
-
-
-@dataclass
-class ServerState:
-    """What the lifespan yields: tools read it from ``ctx.lifespan_context``."""
-
-    workspaces: Workspaces
-    roots: AllowedRoots
-    started: float = field(default_factory=time.monotonic)
-    # Indexing runs by (project, root): owned by the server, so they outlive a cancelled call.
-    indexing: dict[tuple[str, str], asyncio.Task[IndexResult]] = field(default_factory=dict)
-
-
-def state_of(ctx: Context) -> ServerState:
-    state = ctx.lifespan_context
-    if not isinstance(state, ServerState):  # only if a tool ran outside the lifespan
-        raise CoreError("the server is not started")
-    return state
 
 
 class BearerToken(TokenVerifier):

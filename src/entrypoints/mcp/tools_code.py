@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
@@ -35,10 +35,8 @@ from entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
+from entrypoints.mcp.state import ServerState, state_of
 from entrypoints.presenters import repository_payload
-
-if TYPE_CHECKING:
-    from entrypoints.mcp.server import ServerState
 
 log = logging.getLogger("codebase_mcp")
 
@@ -143,12 +141,6 @@ def _finished(state: ServerState, key: tuple[str, str], task: asyncio.Task[Index
         log.info("indexing %s ended with %s", key[1], task.exception())
 
 
-def _state(ctx: Context) -> ServerState:
-    from entrypoints.mcp.server import state_of
-
-    return state_of(ctx)
-
-
 def _result(data: dict[str, Any] | str) -> ToolResult:
     if isinstance(data, str):
         return ToolResult(content=data)
@@ -213,7 +205,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         duration_seconds, status (success / partial / failed), errors, project_id and
         database_name.
         """
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             if not os.path.isabs(repo_path):
                 raise ValidationFailed(
@@ -292,7 +284,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         total_count (matches before the limit) and latency_ms. A hit whose file changed on disk
         since it was indexed carries stale: true (search again with refresh=true).
         """
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             if repository_id is not None:
@@ -330,7 +322,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
         """The indexed repositories of a project: id (to filter search_code), name, path,
         file_count, chunk_count, indexed_at and embedding_model."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             repos = await cb.repositories()
@@ -350,7 +342,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     ) -> dict[str, Any]:
         """Remove a repository and all its chunks from the index (the files on disk are not
         touched)."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             repo = await cb.repository(repository_id)
@@ -368,7 +360,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     async def list_projects(ctx: Context) -> dict[str, Any]:
         """Every project (workspace) with its database_name (Postgres schema), repositories,
         files, chunks, tasks and size_bytes."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             projects = await state.workspaces.projects()
         return {"projects": [p.model_dump(mode="json") for p in projects]}

@@ -7,7 +7,7 @@ other task contract in our references are accepted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastmcp import Context, FastMCP
 from pydantic import AliasChoices, Field
@@ -24,10 +24,8 @@ from codebase_core.models import (
 )
 from codebase_core.services.tasks import MAX_LIST_LIMIT
 from entrypoints.mcp.errors import coded
+from entrypoints.mcp.state import state_of
 from entrypoints.mcp.tools_code import ProjectId
-
-if TYPE_CHECKING:
-    from entrypoints.mcp.server import ServerState
 
 STATUS_HELP = (
     "One of 'need to be done', 'in-progress', 'complete' ('pending' and 'completed' are "
@@ -37,12 +35,6 @@ TITLE_HELP = "A short summary of the work (1-200 characters)."
 DESCRIPTION_HELP = "What to do and why (at most 2,000 characters)."
 NOTES_HELP = "Working notes: findings, decisions, next steps (at most 5,000 characters)."
 TaskId = Annotated[str, Field(description="The task's id (from create_task or list_tasks).")]
-
-
-def _state(ctx: Context) -> ServerState:
-    from entrypoints.mcp.server import state_of
-
-    return state_of(ctx)
 
 
 def task_payload(task: Task) -> dict[str, Any]:
@@ -81,7 +73,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
         """Create a development task (status 'need to be done'); returns the full task."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id)
             task = await cb.tasks.create(
@@ -98,7 +90,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
     ) -> dict[str, Any]:
         """One task in full: id, title, description, notes, status, branches, commits,
         planning_references, created_at, updated_at, completed_at."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             task = await cb.tasks.get(task_id)
@@ -140,7 +132,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         completed_at is set when status becomes 'complete' and cleared when it leaves it;
         updated_at always moves forward.
         """
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             task = await cb.tasks.update(
@@ -181,7 +173,7 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
     ) -> dict[str, Any]:
         """Tasks newest first, as summaries unless full_details. Returns tasks, total_count
         (all matches), has_more (another page follows) and success."""
-        state = _state(ctx)
+        state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             page = await cb.tasks.list(status=status, branch=branch, limit=limit, offset=offset)

@@ -1,0 +1,64 @@
+"""What the server's lifespan holds for its tools: the workspaces, the allowed roots and the
+indexing runs the server owns."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fastmcp import Context
+
+from codebase_core.errors import CoreError, ValidationFailed
+from codebase_core.models import IndexResult
+from entrypoints.library import Workspaces
+
+
+class AllowedRoots:
+    """The directories ``index_repository`` may index (CODEBASE_MCP_ALLOWED_ROOTS); None: any."""
+
+    def __init__(self, roots: Sequence[str] | None) -> None:
+        self.roots = [os.path.realpath(r) for r in roots] if roots is not None else None
+
+    def check(self, path: str, field: str = "repo_path") -> str:
+        """``path`` resolved (symlinks followed), or ``ValidationFailed`` naming the allowed
+        roots when it lies outside them."""
+        real = os.path.realpath(path)
+        if self.roots is None:
+            return real
+        for root in self.roots:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return real
+        raise ValidationFailed(
+            field,
+            path,
+            f"is outside the allowed roots {self.roots} (CODEBASE_MCP_ALLOWED_ROOTS): index a "
+            "directory inside one of them, or add its root to that variable",
+        )
+
+    def allows(self, path: str) -> bool:
+        try:
+            self.check(path)
+        except ValidationFailed:
+            return False
+        return True
+
+
+@dataclass
+class ServerState:
+    """What the lifespan yields: tools read it from ``ctx.lifespan_context``."""
+
+    workspaces: Workspaces
+    roots: AllowedRoots
+    started: float = field(default_factory=time.monotonic)
+    # Indexing runs by (project, root): owned by the server, so they outlive a cancelled call.
+    indexing: dict[tuple[str, str], asyncio.Task[IndexResult]] = field(default_factory=dict)
+
+
+def state_of(ctx: Context) -> ServerState:
+    state = ctx.lifespan_context
+    if not isinstance(state, ServerState):  # only if a tool ran outside the lifespan
+        raise CoreError("the server is not started")
+    return state
