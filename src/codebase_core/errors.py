@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 
+def shorten(value: object, limit: int = 80) -> str:
+    """``value`` as text for an error message, cut to ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class CoreError(Exception):
     """Root of every error the domain raises; ``code`` is stable on the wire."""
 
@@ -25,10 +31,7 @@ class ValidationFailed(CoreError):
     code = "VALIDATION_ERROR"
 
     def __init__(self, field: str, value: Any, rule: str) -> None:
-        shown = repr(value)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        super().__init__(f"{field}={shown}: {rule}", field=field)
+        super().__init__(f"{field}={shorten(repr(value))}: {rule}", field=field)
         self.field = field
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from codebase_core.errors import InvalidLimit, InvalidStatus, ValidationFailed
+from codebase_core.errors import InvalidLimit, InvalidStatus, ValidationFailed, shorten
 
 MAX_SEARCH_LIMIT = 50
 DEFAULT_SEARCH_LIMIT = 10
@@ -43,12 +43,6 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
-
-
-def shorten(value: object, limit: int = 80) -> str:
-    """``value`` as text for an error message, cut to ``limit`` characters."""
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def repository_id_for(path: str) -> str:

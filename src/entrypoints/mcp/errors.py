@@ -18,8 +18,8 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from codebase_core.errors import CoreError
-from codebase_core.models import TaskStatus, shorten
+from codebase_core.errors import CoreError, shorten
+from codebase_core.models import TaskStatus
 
 log = logging.getLogger("codebase_mcp")
 
@@ -37,11 +37,6 @@ def coded() -> Iterator[None]:
     except CoreError as e:
         # Expected outcomes (not found, bad input): no traceback in the server log.
         raise ToolError(str(e), log_level=logging.INFO) from None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _limit_bounds(schema: dict[str, Any], field: str) -> tuple[Any, Any]:
@@ -79,7 +74,7 @@ def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any])
         enum = schema.get("properties", {}).get(field, {}).get("enum")
         if enum:
             rule = f"must be one of {enum}"
-    return f"VALIDATION_ERROR: {field}={_shown(value)}: {rule}{more}"
+    return f"VALIDATION_ERROR: {field}={shorten(repr(value))}: {rule}{more}"
 
 
 class CodedErrors(Middleware):
@@ -95,7 +90,7 @@ class CodedErrors(Middleware):
             if context.fastmcp_context is not None:
                 names = sorted(t.name for t in await context.fastmcp_context.fastmcp.list_tools())
             raise ToolError(
-                f"VALIDATION_ERROR: name={_shown(context.message.name)}: unknown tool; the tools "
+                f"VALIDATION_ERROR: name={shorten(repr(context.message.name))}: unknown tool; the tools "
                 f"are {names}",
                 log_level=logging.INFO,
             ) from None
