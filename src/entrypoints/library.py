@@ -155,11 +155,11 @@ class Codebase:
             for r in repos
             if (only is None or only(r.path)) and await asyncio.to_thread(os.path.isdir, r.path)
         ]
-        service = await self.indexing_service() if present else None
+        if not present:
+            return []
+        service = await self.indexing_service()
         results: list[IndexResult] = []
         for i, repo in enumerate(present):
-            if service is None:
-                break
             report = progress(i, len(present)) if progress is not None else None
             results.append(await service.index(repo.path, name=repo.name, progress=report))
         return results
