@@ -418,6 +418,61 @@ async def test_killed_connection_mid_write_keeps_the_old_chunks(
     assert await store.file_texts("r1", ["a.py"]) == {"a.py": "def old():\n    return 1"}
 
 
+async def test_writers_of_other_files_overlap_and_of_one_file_take_turns(
+    db: PgDatabase, project: str, pg_url: str
+) -> None:
+    store = PgChunkStore(db, project)
+    await store.save_repository(repo("r1"))
+    ws = await store.workspace()
+    blocker, watcher = await asyncpg.connect(pg_url), await asyncpg.connect(pg_url)
+    try:
+        # Hold the repository's row against updates: every write stops at its count update,
+        # the last step of its transaction, after its deletes and COPYs.
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(f"SELECT 1 FROM {ws.quoted}.repositories FOR NO KEY UPDATE")
+        writes = [
+            asyncio.create_task(
+                store.replace_files("r1", [file_batch("r1", f"{name}.py", [f"def {name}(): ..."])])
+            )
+            for name in ("a", "b")
+        ]
+        waiting = 0
+        for _ in range(100):
+            waiting = await watcher.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE '%SET file_count%'"
+            )
+            if waiting == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting == 2, "writes of two different files did not run side by side"
+        await tx.rollback()
+        await asyncio.wait_for(asyncio.gather(*writes), 10)
+    finally:
+        await blocker.close()
+        await watcher.close()
+    # Four writers of one file at once: they take turns, and one version is left.
+    versions = [[f"def v{i}(): ...", f"def w{i}(): ..."] for i in range(4)]
+    await asyncio.gather(
+        *(store.replace_files("r1", [file_batch("r1", "a.py", v)]) for v in versions)
+    )
+    chunks = [c.content for c in await store.chunks("r1") if c.file_path == "a.py"]
+    assert chunks in versions
+    (stored,) = await store.list_repositories()
+    assert (stored.file_count, stored.chunk_count) == (2, 3)
+    n_docs = await _fetch_int(pg_url, f"SELECT n_docs FROM {ws.quoted}.corpus_stats")
+    assert n_docs == 3
+
+
+async def _fetch_int(pg_url: str, sql: str) -> int:
+    conn = await asyncpg.connect(pg_url)
+    try:
+        return int(await conn.fetchval(sql))
+    finally:
+        await conn.close()
+
+
 async def test_indexing_lock_serialises_one_repository(pg_url: str, tmp_path: Path) -> None:
     project = new_project_id()
     db1, db2 = PgDatabase(pg_url, data_dir=tmp_path), PgDatabase(pg_url, data_dir=tmp_path)

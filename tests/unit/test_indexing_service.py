@@ -459,3 +459,39 @@ async def test_cancelling_the_run_lets_a_started_write_finish() -> None:
     # The first batch's write was not cut off: both of its files are stored, whole.
     stored = await store.file_hashes(indexing.repository_id_for(ROOT))
     assert len(stored) == 2
+
+
+class _SlowStore(InMemoryChunkStore):
+    """Counts the writes in flight at once (each write yields to the loop a few times)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most = 0
+
+    async def replace_files(self, repository_id, files):  # type: ignore[no-untyped-def]
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            for _ in range(5):
+                await asyncio.sleep(0.01)
+            await super().replace_files(repository_id, files)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_two_writes_are_in_flight_and_never_more() -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(12)}
+    store = _SlowStore()
+    service = IndexingService(
+        store,
+        InMemorySourceTree({ROOT: files}),
+        CHUNKER,
+        TOKENS,
+        HashingEmbedder(64),
+        batch_files=1,
+    )
+    result = await service.index(ROOT)
+    assert result.files_indexed == 12
+    assert store.most == indexing.WRITE_DEPTH == 2
+    assert len(await store.chunks(result.repository_id)) == 12

@@ -376,6 +376,8 @@ class PgChunkStore:
                 SELECT r.embedding_model, o.content_hash, o.embedding
                 FROM old o JOIN {s}.repositories r ON r.id = o.repo_id
                 WHERE o.embedding IS NOT NULL AND r.embedding_model IS NOT NULL
+                -- One key order for every writer: concurrent writers cannot deadlock here.
+                ORDER BY 1, 2
                 ON CONFLICT DO NOTHING
             )
             SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len,
@@ -487,12 +489,7 @@ class PgChunkStore:
             rows = await asyncio.to_thread(self._rows, repository_id, files, seqs)
             paths = [f.file.path for f in files]
             async with conn.transaction():
-                # Writers of one repository queue here (its counts are updated below).
-                exists = await conn.fetchval(
-                    f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR NO KEY UPDATE",
-                    repository_id,
-                )
-                if not exists:
+                if not await self._lock_files(conn, s, repository_id, paths):
                     raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
                 if rows.dimension is not None:
                     await self._check_dimension(conn, s, rows.dimension)
@@ -537,19 +534,44 @@ class PgChunkStore:
             return
         if self._dimension is None:
             await conn.execute(f"LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
-            await self._set_dimension(conn, s, dimension)
-            return
+            # A concurrent first writer may have set it while this one waited for the lock.
+            value = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            if value is None:
+                await self._set_dimension(conn, s, dimension)
+                return
+            self._dimension = int(value)
+            if self._dimension == dimension:
+                return
         raise ModelMismatch(
             f"project {self._project_id!r} stores {self._dimension}-dimensional vectors, got "
             f"{dimension}: re-index with force_reindex using one embedding model, or use "
             "another project (CODEBASE_MCP_PROJECT)"
         )
 
+    @staticmethod
+    async def _lock_files(
+        conn: asyncpg.Connection, s: str, repo_id: str, paths: Sequence[str]
+    ) -> bool:
+        """Lock the repository against deletion and ``paths`` against other writers, until
+        the transaction ends; False if there is no such repository. Writers of the same files
+        queue here (the locks are taken in one order: no deadlock); writers of other files of
+        the repository run side by side up to the update of its counts, which every write
+        does last."""
+        exists = await conn.fetchval(
+            f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR KEY SHARE", repo_id
+        )
+        if not exists:
+            return False
+        await conn.execute(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k",
+            sorted({lock_key(s, repo_id, p) for p in paths}),
+        )
+        return True
+
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
         async with self._conn() as (conn, s), conn.transaction():
-            await conn.execute(
-                f"SELECT 1 FROM {s}.repositories WHERE id = $1 FOR NO KEY UPDATE", repository_id
-            )
+            if not await self._lock_files(conn, s, repository_id, paths):
+                return 0
             n, length, nvec = await self._delete_chunks(conn, s, repository_id, paths)
             deleted = await self._delete_files(conn, s, repository_id, paths)
             await self._add_counts(conn, s, repository_id, -deleted, -n)

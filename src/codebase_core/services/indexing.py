@@ -42,6 +42,10 @@ from codebase_core.ports import Chunker, ChunkStore, Embedder, SourceTree, Token
 
 ProgressCallback = Callable[[ProgressPhase, int, int], Awaitable[None] | None]
 
+# Batch writes in flight at once: the store prepares one (COPY data, in a thread) while the
+# database takes the other. Two keep both busy; more would only hold more batches in memory.
+WRITE_DEPTH = 2
+
 
 class CancellationToken:
     """Set by a caller to ask long work to stop at its next safe point."""
@@ -219,13 +223,14 @@ class IndexingService:
             await _report(progress, "writing", done, total)
 
         # Pipeline: while batch N is embedded, the next ones are read and chunked (in worker
-        # processes, or one worker thread) and batch N-1 is written, so that a real embedder
-        # is never idle waiting for chunking or the database. One write is in flight at a time,
-        # in batch order.
+        # processes, or one worker thread) and earlier batches are written, so that a real
+        # embedder is never idle waiting for chunking or the database. Up to ``WRITE_DEPTH``
+        # writes are in flight (the store prepares one while the database takes the other);
+        # batches hold disjoint files, so their order does not matter.
         ahead: collections.deque[asyncio.Task[tuple[list[PreparedFile], list[FileError]]]]
         ahead = collections.deque()
         depth = self._workers + 1 if pool is not None else 1
-        writing: asyncio.Task[None] | None = None
+        writing: collections.deque[asyncio.Task[None]] = collections.deque()
         try:
             for i, batch in enumerate(batches):
                 token.raise_if_cancelled()
@@ -239,12 +244,12 @@ class IndexingService:
                 cached += n_cached
                 truncated += n_truncated
                 token.raise_if_cancelled()
-                if writing is not None:
+                while len(writing) >= WRITE_DEPTH:
                     # Shielded: cancelling the run does not cancel a write it has started.
-                    await asyncio.shield(writing)
-                writing = asyncio.create_task(write(prepared, len(batch)))
-            if writing is not None:
-                await asyncio.shield(writing)
+                    await asyncio.shield(writing.popleft())
+                writing.append(asyncio.create_task(write(prepared, len(batch))))
+            while writing:
+                await asyncio.shield(writing.popleft())
         finally:
             try:
                 for task in ahead:
@@ -252,11 +257,11 @@ class IndexingService:
                 for task in ahead:
                     with contextlib.suppress(asyncio.CancelledError, CoreError):
                         await task
-                # A write already started completes (it is one transaction); its own failure,
-                # if any, was raised above or gives way to what stopped the run.
-                if writing is not None:
+                # Writes already started complete (each is one transaction); their own
+                # failure, if any, was raised above or gives way to what stopped the run.
+                for task in writing:
                     with contextlib.suppress(Exception):
-                        await asyncio.shield(writing)
+                        await asyncio.shield(task)
             finally:
                 if pool is not None:
                     # Queued batches are dropped; one a worker has started finishes first.
