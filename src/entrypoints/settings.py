@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=8, ge=2, le=100)
     connect_timeout: float = Field(default=10.0, gt=0)
     statement_timeout: float = Field(default=120.0, gt=0)
-    hnsw_m: int = Field(default=16, ge=4, le=100)
+    hnsw_m: int = Field(default=10, ge=4, le=100)
     hnsw_ef_construction: int = Field(default=40, ge=8, le=1000)
     ollama_base_url: str = Field(
         default="http://localhost:11434",

@@ -25,9 +25,9 @@ class AnnConfig:
     than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
     """
 
-    m: int = 16
+    m: int = 10
     ef_construction: int = 40
-    ef_search_min: int = 40
+    ef_search_min: int = 64
     ef_search_max: int = 400
     exact_segment_rows: int = 2_000
     min_rows: int = 10_000
