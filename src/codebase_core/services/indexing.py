@@ -259,9 +259,9 @@ class IndexingService:
                         await task
                 # Writes already started complete (each is one transaction); their own
                 # failure, if any, was raised above or gives way to what stopped the run.
-                for task in writing:
+                for in_flight in writing:
                     with contextlib.suppress(Exception):
-                        await asyncio.shield(task)
+                        await asyncio.shield(in_flight)
             finally:
                 if pool is not None:
                     # Queued batches are dropped; one a worker has started finishes first.
