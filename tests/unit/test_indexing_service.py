@@ -438,17 +438,22 @@ class _HeldStore(InMemoryChunkStore):
         await super().replace_files(repository_id, files)
 
 
-async def test_cancelling_the_run_lets_a_started_write_finish() -> None:
-    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(6)}
-    store = _HeldStore()
-    service = IndexingService(
+def _numbered(store: InMemoryChunkStore, n_files: int, batch_files: int) -> IndexingService:
+    """A service over ``n_files`` one-function files, written in batches of ``batch_files``."""
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(n_files)}
+    return IndexingService(
         store,
         InMemorySourceTree({ROOT: files}),
         CHUNKER,
         TOKENS,
         HashingEmbedder(64),
-        batch_files=2,
+        batch_files=batch_files,
     )
+
+
+async def test_cancelling_the_run_lets_a_started_write_finish() -> None:
+    store = _HeldStore()
+    service = _numbered(store, 6, batch_files=2)
     run = asyncio.create_task(service.index(ROOT))
     await store.writing.wait()
     run.cancel()
@@ -481,17 +486,8 @@ class _SlowStore(InMemoryChunkStore):
 
 
 async def test_two_writes_are_in_flight_and_never_more() -> None:
-    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(12)}
     store = _SlowStore()
-    service = IndexingService(
-        store,
-        InMemorySourceTree({ROOT: files}),
-        CHUNKER,
-        TOKENS,
-        HashingEmbedder(64),
-        batch_files=1,
-    )
-    result = await service.index(ROOT)
+    result = await _numbered(store, 12, batch_files=1).index(ROOT)
     assert result.files_indexed == 12
     assert store.most == indexing.WRITE_DEPTH == 2
     assert len(await store.chunks(result.repository_id)) == 12
