@@ -351,6 +351,32 @@ async def test_segments_are_built_merged_and_searched_completely(
         assert hits[0].chunk.id == ref[0].chunk.id
 
 
+async def test_filtered_matches_are_remembered_until_the_chunks_change(
+    db: PgDatabase, project: str
+) -> None:
+    store = PgChunkStore(db, project, ann=SMALL_ANN)
+    emb = await _load(store, 120)
+    await store.optimize()
+    flt = SearchFilters(directory="pkg3")
+    query = await emb.embed_query("return x item 10")
+    first, total = await store.vector_search(query, flt, 10)
+    again, total_again = await store.vector_search(query, flt, 10)
+    assert [h.chunk.id for h in again] == [h.chunk.id for h in first]
+    assert total_again == total == 85
+    assert len(store._matches_cache) == 1  # the second search reused the first one's pass
+    # Replace one file of the directory with as many chunks: new rows past the last segment,
+    # and the same counts. A cache keyed on the counts alone would skip them.
+    words = ["alpha", "bravo", "charlie", "delta", "echo"]
+    pieces = [f"def {w}_{w}(x):\n    return {w}_table[x]  # {w} lookup" for w in words]
+    vectors = (await emb.embed_documents(pieces)).vectors
+    await store.replace_files("r1", [file_batch("r1", "pkg3/mod10.py", pieces, vectors)])
+    target = await emb.embed_query(pieces[2])
+    hits, total = await store.vector_search(target, flt, 10)
+    assert total == 85
+    assert hits[0].chunk.content == pieces[2]
+    assert not any(h.chunk.content.startswith("def f10_") for h in hits)  # the old rows
+
+
 def _core_sources() -> dict[str, str]:
     src = Path(__file__).resolve().parents[2] / "src" / "codebase_core"
     return {p.relative_to(src).as_posix(): p.read_text() for p in src.rglob("*.py")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import hashlib
@@ -87,6 +88,17 @@ class _Rows:
     total_len: int
     dimension: int | None
 
+
+@dataclass(frozen=True, slots=True)
+class _Matches:
+    """Chunks passing a search filter, per ANN bucket: counts, and seqs of the small ones."""
+
+    counts: dict[int, int]
+    seqs: dict[int, list[int]]
+
+
+# Filters whose matches a store remembers (see PgChunkStore._matches).
+_MATCHES_CACHED = 64
 
 # Extra rows a lexical top-N fetches past its limit, to see whether ties cross the limit.
 _TIE_ROOM = 32
@@ -184,6 +196,9 @@ class PgChunkStore:
         self._dimension: int | None = None
         self._written = 0
         self._since_analyze = 0
+        self._matches_cache: collections.OrderedDict[tuple[Any, ...], _Matches] = (
+            collections.OrderedDict()
+        )
 
     @property
     def project_id(self) -> str:
@@ -333,7 +348,7 @@ class PgChunkStore:
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
             n, length, nvec = await self._delete_chunks(conn, s, repository_id, None)
             await conn.execute(f"DELETE FROM {s}.repositories WHERE id = $1", repository_id)
-            await self._add_stats(conn, s, -n, -length, -nvec)
+            await self._add_stats(conn, s, -n, -length, -nvec, changed=n > 0)
 
     # --- files and chunks ---------------------------------------------------------------
 
@@ -361,6 +376,12 @@ class PgChunkStore:
         the (chunks, summed document length, vectors) removed, for ``_add_stats``."""
         where = "repo_id = $1" + ("" if paths is None else " AND file_path = ANY($2::text[])")
         args: list[Any] = [repo_id] if paths is None else [repo_id, list(paths)]
+        # New files (every file of a first index) have nothing to delete: one index probe
+        # instead of planning and running the statement below.
+        if paths is not None and not await conn.fetchval(
+            f"SELECT EXISTS (SELECT 1 FROM {s}.chunks WHERE {where})", *args
+        ):
+            return 0, 0, 0
         row = await conn.fetchrow(
             f"""
             WITH old AS (
@@ -390,13 +411,22 @@ class PgChunkStore:
 
     @staticmethod
     async def _add_stats(
-        conn: asyncpg.Connection, s: str, n_docs: int, total_len: int, n_vectors: int
+        conn: asyncpg.Connection,
+        s: str,
+        n_docs: int,
+        total_len: int,
+        n_vectors: int,
+        *,
+        changed: bool,
     ) -> None:
+        """Add to the project's document statistics; ``changed``: chunk rows were deleted or
+        inserted (the generation moves on, even when the counts come out the same)."""
         # Last in its transaction: the one row every writer updates is locked only briefly.
-        if n_docs or total_len or n_vectors:
+        if changed or n_docs or total_len or n_vectors:
             await conn.execute(
                 f"UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, "
-                "total_len = total_len + $2, n_vectors = n_vectors + $3",
+                "total_len = total_len + $2, n_vectors = n_vectors + $3, "
+                "generation = generation + 1",
                 n_docs,
                 total_len,
                 n_vectors,
@@ -406,7 +436,8 @@ class PgChunkStore:
     async def _recount_vectors(conn: asyncpg.Connection, s: str) -> None:
         await conn.execute(
             f"UPDATE {s}.corpus_stats SET n_vectors = "
-            f"(SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL)"
+            f"(SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL), "
+            "generation = generation + 1"
         )
 
     def _rows(self, repo_id: str, files: Sequence[IndexedFile], seqs: list[int]) -> _Rows:
@@ -516,7 +547,12 @@ class PgChunkStore:
                 )
                 n_vec = rows.n_docs if rows.dimension is not None else 0
                 await self._add_stats(
-                    conn, s, rows.n_docs - n_old, rows.total_len - len_old, n_vec - vec_old
+                    conn,
+                    s,
+                    rows.n_docs - n_old,
+                    rows.total_len - len_old,
+                    n_vec - vec_old,
+                    changed=rows.n_docs > 0 or n_old > 0,
                 )
         self._since_analyze += rows.n_docs
         if rows.dimension is not None:
@@ -575,7 +611,7 @@ class PgChunkStore:
             n, length, nvec = await self._delete_chunks(conn, s, repository_id, paths)
             deleted = await self._delete_files(conn, s, repository_id, paths)
             await self._add_counts(conn, s, repository_id, -deleted, -n)
-            await self._add_stats(conn, s, -n, -length, -nvec)
+            await self._add_stats(conn, s, -n, -length, -nvec, changed=n > 0)
         return deleted
 
     @staticmethod
@@ -686,7 +722,7 @@ class PgChunkStore:
             stats = await conn.fetchrow(
                 f"""
                 SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-                       st.n_docs, st.n_vectors,
+                       st.n_docs, st.n_vectors, st.generation,
                        ARRAY(SELECT lo FROM {s}.ann_segments ORDER BY lo) AS los,
                        ARRAY(SELECT hi FROM {s}.ann_segments ORDER BY lo) AS his
                 FROM {s}.corpus_stats st
@@ -702,11 +738,9 @@ class PgChunkStore:
                 )
             all_vectors: int = stats["n_vectors"]
             segments = list(zip(stats["los"], stats["his"], strict=True))
-            # Filtered: count the matches per segment (bucket i + 1 is segment i, the last
-            # bucket the unindexed tail), from the covering path index when every chunk has
-            # a vector. Unfiltered: the maintained counter (counting 100k vectors costs more
-            # than the search).
-            per_segment: dict[int, int] | None = None
+            # Filtered: the matches per segment (see _matches). Unfiltered: the maintained
+            # counter (counting 100k vectors costs more than the search).
+            matches: _Matches | None = None
             if flt.empty:
                 total = all_vectors
             else:
@@ -714,17 +748,8 @@ class PgChunkStore:
                 # sees a directory range of unknown width as narrow, and would sort every
                 # match by distance instead of walking the graph (6 -> 100 ms on 35k matches).
                 await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-                vec = "" if all_vectors == stats["n_docs"] else "c.embedding IS NOT NULL AND "
-                bounds = [int(lo) + 1 for lo, _ in segments]
-                bounds.append(int(segments[-1][1]) + 1 if segments else 1)
-                found = await conn.fetch(
-                    f"SELECT width_bucket(c.seq, $1::int8[]) AS b, count(*) AS n "
-                    f"FROM {s}.chunks c WHERE {vec}{flt.sql} GROUP BY 1",
-                    bounds,
-                    *flt.params,
-                )
-                per_segment = {int(r["b"]): int(r["n"]) for r in found}
-                total = sum(per_segment.values())
+                matches = await self._matches(conn, s, flt, stats, segments)
+                total = sum(matches.counts.values())
             if total == 0:
                 return [], 0
             if not float(np.linalg.norm(query)) > 0:
@@ -738,7 +763,7 @@ class PgChunkStore:
                 return [ScoredChunk(chunk=_chunk(r), score=0.0) for r in rows], total
             rows = []
             if segments and total > self._ann.exact_rows:
-                rows = await self._ann_search(conn, s, query, flt, limit, segments, per_segment)
+                rows = await self._ann_search(conn, s, query, flt, limit, segments, matches)
             if len(rows) < min(limit, total):
                 rows = await conn.fetch(
                     f"SELECT {_SELECT_CHUNK}, 1 - (c.embedding <=> $1) AS score "
@@ -749,6 +774,58 @@ class PgChunkStore:
                     *flt.params,
                 )
         return [ScoredChunk(chunk=_chunk(r), score=float(r["score"])) for r in rows], total
+
+    async def _matches(
+        self,
+        conn: asyncpg.Connection,
+        s: str,
+        flt: _Filter,
+        stats: asyncpg.Record,
+        segments: Sequence[tuple[int, int]],
+    ) -> _Matches:
+        """The chunks with vectors that pass ``flt``, counted per segment (bucket i + 1 is
+        segment i, the last bucket the unindexed tail), with the seqs of buckets of at most
+        ``exact_rows`` matches (an exact scan then reads just those rows by key, not every row
+        of the segment's range), from one pass over the covering path index.
+
+        Remembered per (filter, segments, generation): a generation is moved on by every write
+        of chunk rows, so what one snapshot counted holds for every snapshot of the same
+        generation, and repeated searches of a directory skip the pass (35k matches: 7 ms),
+        as a search engine's filter cache does.
+        """
+        key = (flt.sql, tuple(flt.params), tuple(segments), int(stats["generation"]))
+        cache = self._matches_cache
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+            return found
+        vec = "" if stats["n_vectors"] == stats["n_docs"] else "c.embedding IS NOT NULL AND "
+        bounds = [int(lo) + 1 for lo, _ in segments]
+        bounds.append(int(segments[-1][1]) + 1 if segments else 1)
+        small = len(flt.params) + 2
+        rows = await conn.fetch(
+            f"""
+            WITH m AS MATERIALIZED (
+                SELECT width_bucket(c.seq, $1::int8[]) AS b, c.seq
+                FROM {s}.chunks c WHERE {vec}{flt.sql}
+            ), n AS (SELECT b, count(*) AS n FROM m GROUP BY b)
+            SELECT n.b, n.n,
+                   CASE WHEN n.n <= ${small} THEN ARRAY(SELECT m.seq FROM m WHERE m.b = n.b) END
+                       AS seqs
+            FROM n
+            """,
+            bounds,
+            *flt.params,
+            self._ann.exact_rows,
+        )
+        found = _Matches(
+            counts={int(r["b"]): int(r["n"]) for r in rows},
+            seqs={int(r["b"]): list(r["seqs"]) for r in rows if r["seqs"] is not None},
+        )
+        cache[key] = found
+        while len(cache) > _MATCHES_CACHED:
+            cache.popitem(last=False)
+        return found
 
     @staticmethod
     async def _narrowed(conn: asyncpg.Connection, s: str, filters: SearchFilters) -> SearchFilters:
@@ -772,41 +849,57 @@ class PgChunkStore:
         flt: _Filter,
         limit: int,
         segments: Sequence[tuple[int, int]],
-        per_segment: Mapping[int, int] | None,
+        matches: _Matches | None,
     ) -> list[asyncpg.Record]:
         """Top ``limit`` over the segments' HNSW indexes plus an exact scan of the tail.
 
-        With filters (``per_segment``: matches per segment), a segment with no match is
-        skipped, one with few matches (or so few that HNSW would need a huge candidate list,
-        since it filters after the graph walk) is scanned exactly, and ``hnsw.ef_search``
-        is widened by the lowest share of matches among the segments walked by HNSW.
+        With filters (``matches``), a segment with no match is skipped, one with few matches
+        (or so few that HNSW would need a huge candidate list, since it filters after the
+        graph walk, or about as many vectors as it holds matches) is scanned exactly, and
+        ``hnsw.ef_search`` is widened by the lowest share
+        of matches among the segments walked by HNSW. An exact scan reads the matching rows
+        by key when their seqs are known, else it filters the segment's range.
         """
         lim = int(limit)
         ann = self._ann
         ef = max(ann.ef_search_min, math.ceil(lim * 1.5))
+        params: list[Any] = [query, *flt.params]
+
+        def exact(bucket: int, where: str) -> str:
+            seqs = matches.seqs.get(bucket) if matches is not None else None
+            if seqs is None:
+                return f"{where} AND {flt.sql}"
+            params.append(seqs)
+            return f"c.seq = ANY(${len(params)}::int8[])"
+
         branches: list[str] = []
         for i, (lo, hi) in enumerate(segments):
-            where = f"c.seq > {int(lo)} AND c.seq <= {int(hi)} AND {flt.sql}"
+            where = f"c.seq > {int(lo)} AND c.seq <= {int(hi)}"
             order = "c.embedding <=> $1"
-            if per_segment is not None:
-                n = per_segment.get(i + 1, 0)
+            if matches is not None:
+                n = matches.counts.get(i + 1, 0)
                 if n == 0:
                     continue
                 need = math.ceil(lim * 1.5 * (int(hi) - int(lo)) / n)
-                if n <= ann.exact_segment_rows or need > ann.ef_search_max:
+                # A walk with a candidate list of ``need`` visits about need * 2m vectors
+                # (each candidate's neighbours): no fewer than scanning the matches exactly.
+                if n <= ann.exact_segment_rows or need > ann.ef_search_max or n <= need * 2 * ann.m:
+                    where = exact(i + 1, where)
                     order = "(c.embedding <=> $1) + 0"  # not the index's ordering: exact
                 else:
+                    where = f"{where} AND {flt.sql}"
                     ef = max(ef, need)
             branches.append(
                 f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
                 f"WHERE {where} ORDER BY {order} LIMIT {lim})"
             )
-        if per_segment is None or per_segment.get(len(segments) + 1, 0):
-            tail = int(segments[-1][1])
+        tail_bucket = len(segments) + 1
+        if matches is None or matches.counts.get(tail_bucket, 0):
+            where = f"c.seq > {int(segments[-1][1])} AND c.embedding IS NOT NULL"
+            where = exact(tail_bucket, where) if matches is not None else where
             branches.append(
                 f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
-                f"WHERE c.seq > {tail} AND c.embedding IS NOT NULL AND {flt.sql} "
-                f"ORDER BY c.embedding <=> $1 LIMIT {lim})"
+                f"WHERE {where} ORDER BY c.embedding <=> $1 LIMIT {lim})"
             )
         await conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, ann.ef_search_max)}")
         rows = await conn.fetch(
@@ -816,8 +909,7 @@ class PgChunkStore:
             FROM top JOIN {s}.chunks c ON c.seq = top.seq
             ORDER BY top.d, c.file_path, c.start_line
             """,
-            query,
-            *flt.params,
+            *params,
         )
         return list(rows)
 

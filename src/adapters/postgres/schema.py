@@ -169,6 +169,25 @@ UPDATE {s}.repositories r SET
 CREATE INDEX tasks_status_newest ON {s}.tasks (status, created_at DESC, id DESC);
 """,
     ),
+    (
+        4,
+        # A chunk row (content, a 384-d vector of 1.5 kB, term keys) is often just over the
+        # default 2 kB TOAST target: every write then tried to compress the vector (floats do
+        # not compress) and the content, a third of the cost of copying chunks in, for 1% less
+        # space; and searches decompressed what they returned. Rows are now compressed only
+        # past 8 kB (a page).
+        """
+ALTER TABLE {s}.chunks SET (toast_tuple_target = 8160);
+""",
+    ),
+    (
+        5,
+        # Bumped by every write that changes the chunk rows: what a filtered search counted
+        # in one snapshot holds for every snapshot of the same generation (see PgChunkStore).
+        """
+ALTER TABLE {s}.corpus_stats ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
