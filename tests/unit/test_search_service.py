@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from typing import Any
 
 import pytest
 
@@ -130,6 +132,35 @@ async def test_searching_with_another_model_is_refused() -> None:
         await service.search(SearchQuery.build("x", mode="semantic", repository_id="nope"))
     lexical = await service.search(SearchQuery.build("load settings", mode="lexical"))
     assert lexical.hits[0].repository_id == repo_id
+
+
+async def test_a_refused_model_stops_the_vector_search_running_beside_the_check() -> None:
+    # The model check and the vector search run at once; when the check refuses, the search
+    # is cancelled and awaited (no task left running) and the refusal is raised as is.
+    store, _ = await _indexed(HashingEmbedder(64))
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    class SlowVectors(InMemoryChunkStore):
+        async def vector_search(self, *args: Any, **kwargs: Any) -> Any:
+            started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        async def list_repositories(self) -> Any:
+            await started.wait()
+            return await store.list_repositories()
+
+    slow = SlowVectors()
+    slow.__dict__.update(store.__dict__)
+    service = SearchService(slow, HashingEmbedder(128))
+    with pytest.raises(ModelMismatch, match="force"):
+        await asyncio.wait_for(
+            service.search(SearchQuery.build("load settings", mode="semantic")), 5
+        )
+    assert cancelled.is_set()
 
 
 async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:

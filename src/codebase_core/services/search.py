@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 from codebase_core import lexical
 from codebase_core.errors import EmbedderUnavailable, ModelMismatch, RepositoryNotFound
@@ -35,9 +36,25 @@ from codebase_core.models import (
 )
 from codebase_core.ports import ChunkStore, Embedder, SourceTree
 
+A = TypeVar("A")
+B = TypeVar("B")
+
 # Two hits of one file whose line ranges share at least this fraction of the shorter range are
 # "mostly the same lines"; the lower-ranked one is dropped.
 OVERLAP_DROP = 0.5
+
+
+async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results, run concurrently; if one fails, the other is cancelled (and awaited)
+    and the failure is raised as is (no stray task left running, no exception group)."""
+    a, b = asyncio.ensure_future(first), asyncio.ensure_future(second)
+    try:
+        return await a, await b
+    except BaseException:
+        for task in (a, b):
+            task.cancel()
+        await asyncio.gather(a, b, return_exceptions=True)
+        raise
 
 
 def _overlap_fraction(a: Chunk, b: Chunk) -> float:
@@ -91,10 +108,16 @@ class SearchService:
         sem_total = lex_total = 0
 
         async def dense() -> tuple[list[ScoredChunk], int]:
-            assert self._embedder is not None
-            await self._check_models(query, self._embedder)
-            vector = await self._embedder.embed_query(query.text)
-            raw, total = await self._store.vector_search(vector, query.filters, depth)
+            embedder = self._embedder
+            assert embedder is not None
+
+            async def vectors() -> tuple[list[ScoredChunk], int]:
+                vector = await embedder.embed_query(query.text)
+                return await self._store.vector_search(vector, query.filters, depth)
+
+            # The model check beside the search (a pooled store runs them on two
+            # connections); a mismatch raises and the search's result is dropped.
+            _, (raw, total) = await _together(self._check_models(query, embedder), vectors())
             cosine_to_unit = [
                 ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
                 for s in raw
@@ -109,9 +132,7 @@ class SearchService:
 
         if mode is SearchMode.HYBRID:
             # Both retrievals at once (a pooled store runs them on two connections).
-            (semantic, sem_total), (lexical_hits, lex_total) = await asyncio.gather(
-                dense(), sparse()
-            )
+            (semantic, sem_total), (lexical_hits, lex_total) = await _together(dense(), sparse())
         elif mode is SearchMode.SEMANTIC:
             semantic, sem_total = await dense()
         else:
@@ -190,10 +211,14 @@ class SearchService:
         lines: dict[tuple[str, str], list[str]] = {}
         stale: set[tuple[str, str]] = set()
         for repo_id, paths in wanted.items():
-            texts = await self._store.file_texts(repo_id, sorted(paths))
+            # Both at once (a pooled store answers on two connections).
+            texts, changed = await _together(
+                self._store.file_texts(repo_id, sorted(paths)),
+                self._changed_on_disk(repo_id, paths),
+            )
             for path, text in texts.items():
                 lines[(repo_id, path)] = split_lines(text)
-            stale.update((repo_id, p) for p in await self._changed_on_disk(repo_id, paths))
+            stale.update((repo_id, p) for p in changed)
         hits: list[SearchHit] = []
         for sc, others in kept:
             c = sc.chunk
@@ -224,8 +249,9 @@ class SearchService:
         if self._source is None:
             return set()
         try:
-            repo = await self._store.get_repository(repo_id)
+            repo, indexed = await _together(
+                self._store.get_repository(repo_id), self._store.file_hashes(repo_id, sorted(paths))
+            )
         except RepositoryNotFound:  # deleted while this search ran
             return set(paths)
-        indexed = await self._store.file_hashes(repo_id, sorted(paths))
         return await self._source.changed(repo.path, indexed, repo.indexed_at)
