@@ -17,6 +17,7 @@ from codebase_core.errors import (
     InvalidLimit,
     ModelMismatch,
     RepositoryNotFound,
+    StoreUnavailable,
     ValidationFailed,
 )
 from codebase_core.models import SearchMode, SearchQuery
@@ -157,6 +158,33 @@ async def test_a_refused_model_stops_the_vector_search_running_beside_the_check(
     slow.__dict__.update(store.__dict__)
     service = SearchService(slow, HashingEmbedder(128))
     with pytest.raises(ModelMismatch, match="force"):
+        await asyncio.wait_for(
+            service.search(SearchQuery.build("load settings", mode="semantic")), 5
+        )
+    assert cancelled.is_set()
+
+
+async def test_a_failed_vector_search_stops_the_model_check_running_beside_it() -> None:
+    # The other order: the search fails while the check still runs; the check is cancelled
+    # at once (not waited for) and the search's failure is raised as is.
+    store, _ = await _indexed(HashingEmbedder(64))
+    cancelled = asyncio.Event()
+
+    class Failing(InMemoryChunkStore):
+        async def vector_search(self, *args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable("database down")
+
+        async def list_repositories(self) -> Any:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+    failing = Failing()
+    failing.__dict__.update(store.__dict__)
+    service = SearchService(failing, HashingEmbedder(64))
+    with pytest.raises(StoreUnavailable, match="database down"):
         await asyncio.wait_for(
             service.search(SearchQuery.build("load settings", mode="semantic")), 5
         )

@@ -49,7 +49,14 @@ async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
     and the failure is raised as is (no stray task left running, no exception group)."""
     a, b = asyncio.ensure_future(first), asyncio.ensure_future(second)
     try:
-        return await a, await b
+        # Whichever fails first stops the other (awaiting ``a`` then ``b`` would let ``a``
+        # run on after ``b`` failed).
+        await asyncio.wait((a, b), return_when=asyncio.FIRST_EXCEPTION)
+        for task in (a, b):
+            failure = task.exception() if task.done() and not task.cancelled() else None
+            if failure is not None:
+                raise failure
+        return a.result(), b.result()
     except BaseException:
         for task in (a, b):
             task.cancel()
