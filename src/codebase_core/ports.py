@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from codebase_core.errors import FileUnreadable
 from codebase_core.models import (
     Chunk,
     ChunkDraft,
@@ -217,8 +218,9 @@ class SourceTree(Protocol):
     ``/``), hashed with sha256 over the raw bytes, honouring ignore files and exclusions; it
     raises ``ValidationFailed`` when ``root`` is not an existing directory, and reports files it
     had to skip for a reason the user should see (unreadable) in ``errors``. ``read_text``
-    decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded.
-    ``changed`` never raises for a file: one it cannot read counts as changed.
+    decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded
+    (``read_texts`` returns it in the file's place). ``changed`` never raises for a file: one
+    it cannot read counts as changed.
     """
 
     async def scan(self, root: str) -> ScanResult:
@@ -227,6 +229,11 @@ class SourceTree(Protocol):
 
     async def read_text(self, root: str, path: str) -> str:
         """The decoded text of ``root``/``path``."""
+        ...
+
+    async def read_texts(self, root: str, paths: Sequence[str]) -> list[str | FileUnreadable]:
+        """``read_text`` of each of ``paths``, in order, with the ``FileUnreadable`` a file
+        raised in its place (a batch costs one hop to a thread, not one per file)."""
         ...
 
     async def changed(

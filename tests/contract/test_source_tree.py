@@ -1,5 +1,5 @@
 """SourceTree contract, on the in-memory tree and on the local filesystem: what ``changed``
-reports, whatever holds the files."""
+reports and what ``read_texts`` returns, whatever holds the files."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from adapters.filesystem import LocalSourceTree
 from adapters.memory import InMemorySourceTree
+from codebase_core.errors import FileUnreadable
 from codebase_core.models import utcnow
 from codebase_core.ports import SourceTree
 
@@ -107,3 +108,18 @@ async def test_only_the_files_asked_about(tree: Tree) -> None:
 
 async def test_a_missing_root_changes_everything(tree: Tree) -> None:
     assert await tree.source.changed("/no/such/root", {"a.py": "0" * 64}, None) == {"a.py"}
+
+
+async def test_read_texts_returns_each_text_in_order_and_unreadable_files_in_place(
+    tree: Tree,
+) -> None:
+    tree.files.write("a.py", "x = 1\r\ny = 2\n")
+    tree.files.write("pkg/b.py", "z = 3\n")
+    texts = await tree.source.read_texts(tree.root, ["pkg/b.py", "gone.py", "a.py"])
+    assert texts[0] == "z = 3\n"
+    assert isinstance(texts[1], FileUnreadable)
+    assert "gone.py" in texts[1].message
+    assert texts[2] == "x = 1\ny = 2\n"  # as read_text gives it
+    assert texts[2] == await tree.source.read_text(tree.root, "a.py")
+    with pytest.raises(FileUnreadable):
+        await tree.source.read_text(tree.root, "gone.py")

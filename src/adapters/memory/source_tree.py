@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from codebase_core.errors import FileUnreadable, ValidationFailed
@@ -73,3 +73,12 @@ class InMemorySourceTree:
         except UnicodeDecodeError as e:
             raise FileUnreadable(f"{path}: not valid UTF-8 ({e.reason})") from e
         return text.replace("\r\n", "\n").replace("\r", "\n")
+
+    async def read_texts(self, root: str, paths: Sequence[str]) -> list[str | FileUnreadable]:
+        out: list[str | FileUnreadable] = []
+        for path in paths:
+            try:
+                out.append(await self.read_text(root, path))
+            except FileUnreadable as e:
+                out.append(e)
+        return out

@@ -321,11 +321,12 @@ class IndexingService:
     ) -> tuple[list[PreparedFile], list[FileError]]:
         texts: list[tuple[ScanEntry, str]] = []
         errors: list[FileError] = []
-        for entry in batch:
-            try:
-                texts.append((entry, await self._source.read_text(root, entry.path)))
-            except FileUnreadable as e:
-                errors.append(FileError(path=entry.path, error=e.message))
+        read = await self._source.read_texts(root, [entry.path for entry in batch])
+        for entry, text in zip(batch, read, strict=True):
+            if isinstance(text, FileUnreadable):
+                errors.append(FileError(path=entry.path, error=text.message))
+            else:
+                texts.append((entry, text))
         # Chunking and token counting are CPU work: keep them off the event loop.
         if pool is not None:
             try:
