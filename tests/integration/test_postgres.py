@@ -380,6 +380,31 @@ async def test_filtered_matches_are_remembered_until_the_chunks_change(
     assert not any(h.chunk.content.startswith("def f10_") for h in hits)  # the old rows
 
 
+@pytest.mark.parametrize("pool_size", [2, 8])
+async def test_a_large_load_ends_vacuumed_and_analysed_with_any_pool(
+    pg_url: str, project: str, tmp_path: Path, pool_size: int
+) -> None:
+    """Chunks and postings are vacuumed side by side when the pool has a connection to spare;
+    with a pool of two (one held by the indexing lock, one by the build) they take turns."""
+    db = PgDatabase(pg_url, data_dir=tmp_path, pool_size=pool_size)
+    try:
+        store = PgChunkStore(db, project, ann=SMALL_ANN)
+        files = {path: "\n\n\n".join(pieces) for path, pieces in _corpus(30).items()}
+        result = await asyncio.wait_for(_service(store, files).index("/repo"), 60)
+        assert result.chunks_created >= SMALL_ANN.tail_rows
+        ws = await store.workspace()
+        async with db.connection() as conn:
+            rows = await conn.fetch(
+                "SELECT relname, last_vacuum, last_analyze FROM pg_stat_user_tables "
+                "WHERE schemaname = $1 AND relname IN ('chunks', 'postings')",
+                ws.schema,
+            )
+    finally:
+        await db.close()
+    assert sorted(r["relname"] for r in rows) == ["chunks", "postings"]
+    assert all(r["last_vacuum"] is not None and r["last_analyze"] is not None for r in rows)
+
+
 def _core_sources() -> dict[str, str]:
     src = Path(__file__).resolve().parents[2] / "src" / "codebase_core"
     return {p.relative_to(src).as_posix(): p.read_text() for p in src.rglob("*.py")}

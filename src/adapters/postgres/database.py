@@ -69,6 +69,11 @@ class PgDatabase:
         self._background: dict[asyncio.Task[None], str] = {}
 
     @property
+    def pool_size(self) -> int:
+        """Most connections the pool opens."""
+        return self._pool_size
+
+    @property
     def url(self) -> str:
         """The server's URL (password removed), or the embedded data directory."""
         return redact(self._url) if self._url else f"embedded:{self._data_dir / 'postgres'}"
