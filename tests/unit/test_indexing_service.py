@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -351,6 +352,23 @@ async def test_worker_processes_chunk_exactly_as_one_thread_does(
 
 def _fail(*args: object) -> NoReturn:
     raise AssertionError("chunked in the main process")
+
+
+def _imported_the_parents_main() -> bool:
+    # spawn's prepare() runs the parent's main module (by path or by name) as __mp_main__; a
+    # worker's own __main__ (python -c) has neither a file nor a spec.
+    main = sys.modules["__mp_main__"]
+    return getattr(main, "__file__", None) is not None or main.__spec__ is not None
+
+
+def test_chunking_workers_do_not_import_the_parents_main_module() -> None:
+    # Here __main__ is pytest's runner: a worker importing it pays for the whole application.
+    pool = indexing._chunking_pool(2, CHUNKER, TOKENS)
+    try:
+        assert [pool.submit(_imported_the_parents_main).result() for _ in range(4)] == [False] * 4
+        assert sys.modules["__main__"].__dict__.get("__file__")  # given back to this process
+    finally:
+        pool.shutdown()
 
 
 class _GatedStore(InMemoryChunkStore):
