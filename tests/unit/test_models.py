@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from codebase_core.models import SearchFilters
+from codebase_core.models import SearchFilters, context_lines, split_lines
 
 
 @pytest.mark.parametrize(
@@ -36,3 +38,40 @@ def test_file_type_spellings_are_one_extension(given: str | None, stored: str | 
 
 def test_no_filter_spelled_out_is_no_filter() -> None:
     assert SearchFilters(directory="./", file_type="") == SearchFilters()
+
+
+def _sliced(text: str, start: int, end: int, n: int) -> tuple[str, str]:
+    lines = split_lines(text)
+    return "\n".join(lines[max(0, start - 1 - n) : max(0, start - 1)]), "\n".join(
+        lines[end : end + n]
+    )
+
+
+# Few distinct lines, so that a chunk's text often occurs elsewhere in the file too.
+_LINES = st.lists(st.sampled_from(["", "x", "y = 1", "  x", "def f():", "\f", "z\r"]), max_size=30)
+
+
+@given(lines=_LINES, trailing=st.booleans(), data=st.data())
+def test_context_lines_are_the_lines_around_the_chunk(
+    lines: list[str], trailing: bool, data: st.DataObject
+) -> None:
+    text = "\n".join(lines) + ("\n" if trailing and lines else "")
+    numbered = split_lines(text)
+    if not numbered:
+        return
+    start = data.draw(st.integers(1, len(numbered)))
+    end = data.draw(st.integers(start, len(numbered)))
+    n = data.draw(st.integers(0, 4))
+    content = "\n".join(numbered[start - 1 : end])
+    assert context_lines(text, content, start, end, n) == _sliced(text, start, end, n)
+
+
+@given(lines=_LINES, other=st.text(alphabet="xy\n =", max_size=20), data=st.data())
+def test_context_lines_of_a_text_that_no_longer_holds_the_chunk(
+    lines: list[str], other: str, data: st.DataObject
+) -> None:
+    # The file changed since the chunk was indexed: the same lines as before, whatever they are.
+    text = "\n".join(lines)
+    start = data.draw(st.integers(1, 40))
+    end = data.draw(st.integers(start, 45))
+    assert context_lines(text, other, start, end, 3) == _sliced(text, start, end, 3)

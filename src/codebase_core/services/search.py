@@ -32,7 +32,7 @@ from codebase_core.models import (
     SearchMode,
     SearchQuery,
     SearchResult,
-    split_lines,
+    context_lines,
 )
 from codebase_core.ports import ChunkStore, Embedder, SourceTree
 
@@ -215,23 +215,26 @@ class SearchService:
         wanted: dict[str, set[str]] = defaultdict(set)
         for sc, _ in kept:
             wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
-        lines: dict[tuple[str, str], list[str]] = {}
+        texts: dict[tuple[str, str], str] = {}
         stale: set[tuple[str, str]] = set()
         for repo_id, paths in wanted.items():
             # Both at once (a pooled store answers on two connections).
-            texts, changed = await _together(
+            found, changed = await _together(
                 self._store.file_texts(repo_id, sorted(paths)),
                 self._changed_on_disk(repo_id, paths),
             )
-            for path, text in texts.items():
-                lines[(repo_id, path)] = split_lines(text)
+            texts.update(((repo_id, path), text) for path, text in found.items())
             stale.update((repo_id, p) for p in changed)
         hits: list[SearchHit] = []
         for sc, others in kept:
             c = sc.chunk
-            file_lines = lines.get((c.repository_id, c.file_path), [])
-            before = file_lines[max(0, c.start_line - 1 - CONTEXT_LINES) : c.start_line - 1]
-            after = file_lines[c.end_line : c.end_line + CONTEXT_LINES]
+            before, after = context_lines(
+                texts.get((c.repository_id, c.file_path), ""),
+                c.content,
+                c.start_line,
+                c.end_line,
+                CONTEXT_LINES,
+            )
             hits.append(
                 SearchHit(
                     chunk_id=c.id,
@@ -244,8 +247,8 @@ class SearchService:
                     end_line=c.end_line,
                     content=c.content,
                     similarity_score=sc.score,
-                    context_before="\n".join(before),
-                    context_after="\n".join(after),
+                    context_before=before,
+                    context_after=after,
                     other_locations=others,
                     stale=(c.repository_id, c.file_path) in stale,
                 )
