@@ -54,19 +54,27 @@ def context_lines(
 
     The chunk's own text is found in the file and the context read around it, so a hit in a
     large file does not split all of it (a millisecond for 300 kB); a text that does not hold
-    ``content`` at that line, or has ``\r`` line ends, is split after all.
+    ``content`` at that line, holds it at more than a few earlier places, or has ``\r`` line
+    ends is split after all.
     """
-    fast = content and "\r" not in text and content.count("\n") == end_line - start_line
+    fast = bool(content) and "\r" not in text and content.count("\n") == end_line - start_line
     pos = text.find(content) if fast else -1
-    while pos >= 0:
-        end = pos + len(content)
-        if (
-            (pos == 0 or text[pos - 1] == "\n")
-            and (end == len(text) or text[end] == "\n")
-            and text.count("\n", 0, pos) == start_line - 1
-        ):
+    row = counted = 0  # line breaks in text[:counted]
+    for _ in range(8):  # text that recurs more often than that: split the file after all
+        if pos < 0:
             break
-        pos = text.find(content, pos + 1)
+        row += text.count("\n", counted, pos)
+        counted = pos
+        if row > start_line - 1:
+            pos = -1
+        elif row == start_line - 1 and (pos == 0 or text[pos - 1] == "\n"):
+            end = pos + len(content)
+            if end == len(text) or text[end] == "\n":
+                break
+        if pos >= 0:
+            pos = text.find(content, pos + 1)
+    else:
+        pos = -1
     if pos < 0:
         lines = split_lines(text)
         before_lines = lines[max(0, start_line - 1 - n) : max(0, start_line - 1)]
