@@ -46,18 +46,29 @@ def split_lines(text: str) -> list[str]:
 
 
 def context_lines(
-    text: str, content: str, start_line: int, end_line: int, n: int
+    text: str,
+    content: str,
+    start_line: int,
+    end_line: int,
+    n: int,
+    lines: list[str] | None = None,
 ) -> tuple[str, str]:
     """The ``n`` lines of ``text`` before ``start_line`` and after ``end_line`` (1-based), each
     group joined by ``\n``: what slicing ``split_lines(text)`` gives. ``content`` is the text of
-    those lines.
+    those lines; ``lines``, ``split_lines(text)`` when the caller has it (several hits in one
+    file), is sliced as is.
 
-    The chunk's own text is found in the file and the context read around it, so a hit in a
-    large file does not split all of it (a millisecond for 300 kB); a text that does not hold
-    ``content`` at that line, holds it at more than a few earlier places, or has ``\r`` line
-    ends is split after all.
+    Otherwise the chunk's own text is found in the file and the context read around it, so a
+    hit in a large file does not split all of it (a millisecond for 300 kB); a text that does
+    not hold ``content`` at that line, holds it at more than a few earlier places, or has
+    ``\r`` line ends is split after all.
     """
-    fast = bool(content) and "\r" not in text and content.count("\n") == end_line - start_line
+    fast = (
+        lines is None
+        and bool(content)
+        and "\r" not in text
+        and content.count("\n") == end_line - start_line
+    )
     pos = text.find(content) if fast else -1
     row = counted = 0  # line breaks in text[:counted]
     for _ in range(8):  # text that recurs more often than that: split the file after all
@@ -76,7 +87,7 @@ def context_lines(
     else:
         pos = -1
     if pos < 0:
-        lines = split_lines(text)
+        lines = split_lines(text) if lines is None else lines
         before_lines = lines[max(0, start_line - 1 - n) : max(0, start_line - 1)]
         return "\n".join(before_lines), "\n".join(lines[end_line : end_line + n])
     # Back n line starts from the chunk's first line, forward n line ends from its last.

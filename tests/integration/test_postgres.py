@@ -4,6 +4,7 @@ ANN segments and filtered completeness, transactional replacement, locks, error 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -380,17 +381,22 @@ async def test_filtered_matches_are_remembered_until_the_chunks_change(
     assert not any(h.chunk.content.startswith("def f10_") for h in hits)  # the old rows
 
 
-@pytest.mark.parametrize("pool_size", [2, 8])
+@pytest.mark.parametrize(("pool_size", "busy"), [(2, 0), (8, 0), (3, 1)])
 async def test_a_large_load_ends_vacuumed_and_analysed_with_any_pool(
-    pg_url: str, project: str, tmp_path: Path, pool_size: int
+    pg_url: str, project: str, tmp_path: Path, pool_size: int, busy: int
 ) -> None:
     """Chunks and postings are vacuumed side by side when the pool has a connection to spare;
-    with a pool of two (one held by the indexing lock, one by the build) they take turns."""
-    db = PgDatabase(pg_url, data_dir=tmp_path, pool_size=pool_size)
+    with a pool of two (one held by the indexing lock, one by the build) or every other
+    connection busy (here, held by someone else all along) they take turns, without waiting
+    for the pool's timeout."""
+    db = PgDatabase(pg_url, data_dir=tmp_path, pool_size=pool_size, connect_timeout_s=30)
     try:
-        store = PgChunkStore(db, project, ann=SMALL_ANN)
-        files = {path: "\n\n\n".join(pieces) for path, pieces in _corpus(30).items()}
-        result = await asyncio.wait_for(_service(store, files).index("/repo"), 60)
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(busy):
+                await held.enter_async_context(db.connection())
+            store = PgChunkStore(db, project, ann=SMALL_ANN)
+            files = {path: "\n\n\n".join(pieces) for path, pieces in _corpus(30).items()}
+            result = await asyncio.wait_for(_service(store, files).index("/repo"), 20)
         assert result.chunks_created >= SMALL_ANN.tail_rows
         ws = await store.workspace()
         async with db.connection() as conn:

@@ -64,6 +64,7 @@ def test_context_lines_are_the_lines_around_the_chunk(
     n = data.draw(st.integers(0, 4))
     content = "\n".join(numbered[start - 1 : end])
     assert context_lines(text, content, start, end, n) == _sliced(text, start, end, n)
+    assert context_lines(text, content, start, end, n, numbered) == _sliced(text, start, end, n)
 
 
 @given(lines=_LINES, other=st.text(alphabet="xy\n =", max_size=20), data=st.data())

@@ -23,7 +23,7 @@ from adapters.postgres.ann import AnnConfig
 from adapters.postgres.database import PgDatabase, Workspace, lock_key
 from adapters.postgres.schema import quote_ident
 from codebase_core import lexical
-from codebase_core.errors import CoreError, ModelMismatch, RepositoryBusy, RepositoryNotFound
+from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
 from codebase_core.models import (
     Chunk,
     Repository,
@@ -1081,31 +1081,30 @@ class PgChunkStore:
                     await conn.execute("RESET ALL")
 
     async def _vacuum(self, conn: asyncpg.Connection, s: str) -> None:
-        """VACUUM (ANALYZE) chunks and postings: each pass is one process, so postings goes
-        on a second connection beside it when the pool has one to spare beyond the indexing
-        lock's and this one (a smaller pool would wait for a connection held by this run)."""
+        """VACUUM (ANALYZE) chunks and postings: each pass is one process, so postings goes on
+        a second connection beside chunks when the pool has one free (with a pool of two, the
+        indexing lock and this build hold both), else after it on this one."""
+        both = f"VACUUM (ANALYZE) {s}.chunks, {s}.postings"
         if self._db.pool_size < 3:
-            await conn.execute(f"VACUUM (ANALYZE) {s}.chunks, {s}.postings")
+            await conn.execute(both)
             return
-
-        async def postings() -> None:
-            async with self._db.connection() as other:
-                await other.execute("SET statement_timeout = 0")
-                try:
-                    await other.execute(f"VACUUM (ANALYZE) {s}.postings")
-                finally:
-                    with contextlib.suppress(*DRIVER_ERRORS):
-                        await other.execute("RESET statement_timeout")
-
-        beside = asyncio.get_running_loop().create_task(postings())
-        try:
-            await conn.execute(f"VACUUM (ANALYZE) {s}.chunks")
-        except BaseException:
-            beside.cancel()
-            with contextlib.suppress(asyncio.CancelledError, CoreError, *DRIVER_ERRORS):
-                await beside
-            raise
-        await beside
+        async with self._db.spare_connection() as other:
+            if other is None:
+                await conn.execute(both)
+                return
+            # The pool resets the session (RESET ALL) when the connection goes back.
+            await other.execute("SET statement_timeout = 0")
+            beside = asyncio.get_running_loop().create_task(
+                other.execute(f"VACUUM (ANALYZE) {s}.postings")
+            )
+            try:
+                await conn.execute(f"VACUUM (ANALYZE) {s}.chunks")
+            except BaseException:
+                beside.cancel()
+                with contextlib.suppress(asyncio.CancelledError, *DRIVER_ERRORS):
+                    await beside
+                raise
+            await beside
 
     async def _create_segment(self, conn: asyncpg.Connection, s: str, lo: int, hi: int) -> None:
         name = f"ann_{lo}_{hi}"

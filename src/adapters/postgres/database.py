@@ -156,6 +156,34 @@ class PgDatabase:
         except DRIVER_ERRORS as e:
             raise self.error(e) from e
 
+    @asynccontextmanager
+    async def spare_connection(
+        self, wait_s: float = 0.2
+    ) -> AsyncIterator[asyncpg.Connection | None]:
+        """A pooled connection if one is free within ``wait_s``, else None: for work that may
+        as well run on a connection the caller holds (a pool shared with other projects' runs
+        and searches can be busy, and its timeout must not fail optional work)."""
+        pool = await self.pool()
+        got: asyncpg.Connection | None
+        try:
+            got = await pool.acquire(timeout=wait_s)
+        except TimeoutError:
+            got = None
+        except DRIVER_ERRORS:
+            got = None
+        if got is None:
+            yield None
+            return
+        conn = got
+        try:
+            yield conn
+        except CoreError:
+            raise
+        except DRIVER_ERRORS as e:
+            raise self.error(e) from e
+        finally:
+            await pool.release(conn)
+
     async def workspace(self, project_id: str) -> Workspace:
         """The project's schema, created and migrated to the current version on first use."""
         ws = self._workspaces.get(project_id)

@@ -8,7 +8,9 @@ import contextlib
 import dataclasses
 import inspect
 import multiprocessing
+import multiprocessing.context
 import sys
+import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,6 +18,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import Any
 
 from codebase_core.errors import (
     Cancelled,
@@ -425,28 +428,47 @@ def _ready() -> None:
     """A first task for each worker: makes the pool start its processes."""
 
 
+# A spawned process first imports the parent's __main__ (the CLI, a bench script, pytest: all of
+# the application and its server stack, about 0.4 s of CPU a worker) for a job that needs none
+# of it. The parent's preparation data names __main__ only while the process is launched: a
+# blank module stands in for those milliseconds, under a lock (pools created by two threads).
+_BLANK_MAIN = types.ModuleType("__main__")
+_LAUNCHING = threading.Lock()
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with _LAUNCHING:
+            main = sys.modules["__main__"]
+            sys.modules["__main__"] = _BLANK_MAIN
+            try:
+                return multiprocessing.context.SpawnProcess._Popen(process_obj)
+            finally:
+                sys.modules["__main__"] = main
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _WorkerProcess
+
+
 def _chunking_pool(workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessPoolExecutor:
     # spawn: a forked copy of a process running an event loop, threads and database
     # connections is not safe.
     pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=_WorkerContext(),
         initializer=_init_worker,
         initargs=(chunker, tokens),
     )
-    # A spawned process imports the parent's __main__ first (the CLI, a bench script, pytest:
-    # all of the application and its server stack, about 0.4 s of CPU a worker) for a job that
-    # needs none of it. The pool starts a process per submit while it has no idle one: start
-    # them all now, while __main__ is a blank module, and they import only what chunking needs.
-    # Synchronous and on this thread; a process started later (none is, unless one dies)
-    # would import __main__ as usual, only slower.
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
+    # The pool starts a process per submit while it has no idle one: start them all now, so
+    # their imports overlap the reading of the first batches.
     try:
         for _ in range(workers):
             pool.submit(_ready)
-    finally:
-        sys.modules["__main__"] = main
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
     return pool
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -33,6 +33,7 @@ from codebase_core.models import (
     SearchQuery,
     SearchResult,
     context_lines,
+    split_lines,
 )
 from codebase_core.ports import ChunkStore, Embedder, SourceTree
 
@@ -225,15 +226,18 @@ class SearchService:
             )
             texts.update(((repo_id, path), text) for path, text in found.items())
             stale.update((repo_id, p) for p in changed)
+        # A file with several hits is split once; one hit reads around itself (see context_lines).
+        per_file = Counter((sc.chunk.repository_id, sc.chunk.file_path) for sc, _ in kept)
+        split: dict[tuple[str, str], list[str]] = {}
         hits: list[SearchHit] = []
         for sc, others in kept:
             c = sc.chunk
+            key = (c.repository_id, c.file_path)
+            text = texts.get(key, "")
+            if per_file[key] > 1 and key not in split:
+                split[key] = split_lines(text)
             before, after = context_lines(
-                texts.get((c.repository_id, c.file_path), ""),
-                c.content,
-                c.start_line,
-                c.end_line,
-                CONTEXT_LINES,
+                text, c.content, c.start_line, c.end_line, CONTEXT_LINES, split.get(key)
             )
             hits.append(
                 SearchHit(
