@@ -14,6 +14,7 @@ document would reach holding every query term infinitely often at average length
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -94,6 +95,13 @@ def analyse(text: str) -> list[str]:
     return terms
 
 
+@functools.lru_cache(maxsize=4096)
+def analysed(text: str) -> tuple[str, ...]:
+    """``analyse(text)``, remembered for the last 4,096 texts: indexing analyses every chunk
+    twice within a batch or two, for its vector (the hashing embedder) and for its postings."""
+    return tuple(analyse(text))
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, in first-seen order, without programming-language names.
 
@@ -109,7 +117,7 @@ def query_terms(text: str) -> list[str]:
 def document_terms(content: str, file_path: str, symbol: str | None = None) -> Counter[str]:
     """Term frequencies of a chunk's BM25 document: its content, its file path, and its
     symbol name once more (a definition's name says most about what it does)."""
-    counts = Counter(analyse(content))
+    counts = Counter(analysed(content))
     counts.update(analyse(file_path))
     if symbol:
         counts.update(analyse(symbol))

@@ -97,7 +97,7 @@ class HashingEmbedder:
 
     def _slice(self, texts: Sequence[str]) -> list[list[float]]:
         n, dim = len(texts), self._dimension
-        analysed = [lexical.analyse(t) for t in texts]
+        analysed = [lexical.analysed(t) for t in texts]
         lengths = np.fromiter(map(len, analysed), dtype=np.int64, count=n)
         terms = list(itertools.chain.from_iterable(analysed))
         ids = self._term_ids_of(terms)
