@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -509,3 +510,61 @@ async def test_two_writes_are_in_flight_and_never_more() -> None:
     assert result.files_indexed == 12
     assert store.most == indexing.WRITE_DEPTH == 2
     assert len(await store.chunks(result.repository_id)) == 12
+
+
+class _ScanFirstTree(InMemorySourceTree):
+    """Says when a scan starts."""
+
+    def __init__(self, trees: dict[str, dict[str, bytes]]) -> None:
+        super().__init__(trees)
+        self.scanning = asyncio.Event()
+        self.scans = 0
+
+    async def scan(self, root):  # type: ignore[no-untyped-def]
+        self.scans += 1
+        self.scanning.set()
+        return await super().scan(root)
+
+
+class _SlowLockStore(InMemoryChunkStore):
+    """Takes the lock only once the scan has started (as a server still starting would)."""
+
+    def __init__(self, tree: _ScanFirstTree) -> None:
+        super().__init__()
+        self._tree = tree
+
+    @contextlib.asynccontextmanager
+    async def indexing_lock(self, repository_id, *, wait):  # type: ignore[no-untyped-def]
+        await asyncio.wait_for(self._tree.scanning.wait(), 5)
+        async with super().indexing_lock(repository_id, wait=wait):
+            yield
+
+
+async def test_the_scan_runs_while_the_lock_is_taken() -> None:
+    tree = _ScanFirstTree({ROOT: {"a.py": b"def a():\n    return 1\n"}})
+    service = IndexingService(_SlowLockStore(tree), tree, CHUNKER, TOKENS, HashingEmbedder(64))
+    result = await service.index(ROOT)
+    assert result.files_indexed == 1 and tree.scans == 1
+
+
+async def test_a_run_that_waited_for_the_lock_scans_again() -> None:
+    tree = _ScanFirstTree({ROOT: {"a.py": b"def a():\n    return 1\n"}})
+    store = _HeldStore()
+    first = asyncio.create_task(IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT))
+    await store.writing.wait()  # the first run holds the lock
+    second = asyncio.create_task(IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT))
+    await asyncio.sleep(0.05)  # its first scan is done; it waits for the lock
+    assert tree.scans == 2 and not second.done()
+    tree.put(ROOT, "b.py", "def b():\n    return 2\n")  # written while the second run waits
+    store.release.set()
+    assert (await first).files_indexed == 1
+    again = await second
+    assert tree.scans == 3  # the first run's, the second's early one, and its fresh one
+    assert again.files_indexed == 1 and again.files_unchanged == 1  # b.py, found afresh
+
+
+async def test_a_bad_root_fails_the_run_without_a_stray_scan_error() -> None:
+    store = InMemoryChunkStore()
+    service = IndexingService(store, InMemorySourceTree({}), CHUNKER, TOKENS, None)
+    with pytest.raises(ValidationFailed):
+        await service.index("/no/such/root")

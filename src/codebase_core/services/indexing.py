@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
@@ -37,6 +38,7 @@ from codebase_core.models import (
     ProgressPhase,
     Repository,
     ScanEntry,
+    ScanResult,
     SourceFile,
     chunk_id_for,
     repository_id_for,
@@ -136,16 +138,31 @@ class IndexingService:
             raise ValidationFailed("repo_path", root, "must be an absolute path")
         token = cancel or CancellationToken()
         repo_id = repository_id_for(root)
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=False))
-            except RepositoryBusy:
-                if not wait:
-                    raise
-                # Another process indexes this repository: say so, then queue behind it.
-                await _report(progress, "waiting", 0, 1)
-                await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=True))
-            return await self._index_locked(root, repo_id, name, force, progress, token, started)
+        # The scan needs no database: it runs while the lock is taken, which may first start
+        # the embedded server. indexed_at is when the run's snapshot began: a file modified
+        # after it may be newer than what the run read (search marks such hits stale after
+        # checking their hash).
+        began = utcnow()
+        scan = asyncio.ensure_future(self._source.scan(root))
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=False))
+                except RepositoryBusy:
+                    if not wait:
+                        raise
+                    # Another process indexes this repository: say so, then queue behind it,
+                    # and scan again once it is done.
+                    await _report(progress, "waiting", 0, 1)
+                    await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=True))
+                    _discard(scan)
+                    began = utcnow()
+                    scan = asyncio.ensure_future(self._source.scan(root))
+                return await self._index_locked(
+                    root, repo_id, name, force, progress, token, started, began, scan
+                )
+        finally:
+            _discard(scan)
         raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
 
     async def _index_locked(
@@ -157,13 +174,11 @@ class IndexingService:
         progress: ProgressCallback | None,
         token: CancellationToken,
         started: float,
+        began: datetime,
+        scanning: asyncio.Future[ScanResult],
     ) -> IndexResult:
-
-        # indexed_at is when this run's snapshot began: a file modified after it may be newer
-        # than what the run read (search marks such hits stale after checking their hash).
-        began = utcnow()
         await _report(progress, "scanning", 0, 1)
-        scan = await self._source.scan(root)
+        scan = await scanning
         await _report(progress, "scanning", 1, 1)
         token.raise_if_cancelled()
 
@@ -470,6 +485,14 @@ def _chunking_pool(workers: int, chunker: Chunker, tokens: TokenCounter) -> Proc
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     return pool
+
+
+def _discard(work: asyncio.Future[ScanResult]) -> None:
+    """Drop work no longer wanted: cancelled if still running, its failure marked as seen."""
+    if not work.done():
+        work.cancel()
+    elif not work.cancelled():
+        work.exception()
 
 
 async def _report(
