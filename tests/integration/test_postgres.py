@@ -355,6 +355,57 @@ async def test_segments_are_built_merged_and_searched_completely(
         assert hits[0].chunk.id == ref[0].chunk.id
 
 
+async def test_a_tail_filled_during_a_build_gets_the_next_build(
+    db: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes that pass the segment threshold while a background build runs start the next
+    build once the tail is full again, counted from the tail that build saw; the trigger is
+    not lost (which left a tail of two segments to one long build after the load)."""
+    ann = AnnConfig(min_rows=0, segment_rows=100, tail_rows=40, max_segments=8)
+    store = PgChunkStore(db, project, ann=ann)
+    emb = HashingEmbedder(32)
+    await store.save_repository(
+        repo("r1").model_copy(update={"embedding_model": emb.model, "embedding_dimension": 32})
+    )
+    files = [
+        file_batch("r1", path, pieces, (await emb.embed_documents(pieces)).vectors)
+        for path, pieces in _corpus(60).items()  # 5 chunks a file
+    ]
+    counting, building = asyncio.Event(), asyncio.Event()
+    at_build = asyncio.Event()
+    drop_stale, create_segment = store._drop_stale, store._create_segment
+
+    async def gated_drop(*args: Any) -> None:
+        await counting.wait()
+        await drop_stale(*args)
+
+    async def gated_create(*args: Any) -> None:
+        at_build.set()
+        await building.wait()
+        await create_segment(*args)
+
+    monkeypatch.setattr(store, "_drop_stale", gated_drop)
+    monkeypatch.setattr(store, "_create_segment", gated_create)
+
+    async def settled() -> list[tuple[int, int]]:
+        while store._builds:
+            await asyncio.gather(*list(store._builds))
+        ws = await store.workspace()
+        async with db.connection() as conn:
+            rows = await conn.fetch(f"SELECT lo, hi FROM {ws.quoted}.ann_segments ORDER BY lo")
+        return [(r["lo"], r["hi"]) for r in rows]
+
+    await store.replace_files("r1", files[0:20])  # 100 rows: a build starts, held before counting
+    await store.replace_files("r1", files[20:32])  # 60 more
+    counting.set()
+    await at_build.wait()  # it counted a tail of 160
+    await store.replace_files("r1", files[32:42])  # 50 more while it builds: 110 since it began
+    building.set()
+    assert await settled() == [(0, 160)]
+    await store.replace_files("r1", files[42:54])  # 60 more: a tail of 110
+    assert await settled() == [(0, 160), (160, 270)]
+
+
 async def test_filtered_matches_are_remembered_until_the_chunks_change(
     db: PgDatabase, project: str
 ) -> None:

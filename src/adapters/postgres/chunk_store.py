@@ -559,9 +559,11 @@ class PgChunkStore:
         if rows.dimension is not None:
             # A cheap local trigger; the exact tail size is checked by the build itself.
             self._written += rows.n_docs
-            if self._written >= self._ann.segment_rows:
+            # Counted from the start of the last build: while one runs, the next write past
+            # the threshold tries again (a reset here would let the tail grow to two segments
+            # and leave a long single-process build running after the load).
+            if self._written >= self._ann.segment_rows and self._maybe_start_segment():
                 self._written = 0
-                self._maybe_start_segment()
 
     async def _check_dimension(self, conn: asyncpg.Connection, s: str, dimension: int) -> None:
         if self._dimension is None:
@@ -1026,18 +1028,38 @@ class PgChunkStore:
                 with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
 
-    def _maybe_start_segment(self) -> None:
+    def _maybe_start_segment(self) -> bool:
+        """Start a background build unless one runs; whether one was started."""
         if any(not t.done() for t in self._builds):
-            return
+            return False
         task = self._db.spawn(self._project_id, self._build_segments(final=False))
         self._builds.add(task)
         task.add_done_callback(self._builds.discard)
+        return True
 
     async def optimize(self) -> None:
-        """Wait for background ANN builds, then index the tail and merge small segments."""
-        while self._builds:
-            await asyncio.gather(*list(self._builds), return_exceptions=True)
-        await self._build_segments(final=True)
+        """Wait for background ANN builds, then index the tail and merge small segments; after a
+        large load, vacuum and analyse chunks and postings (see ``_vacuum``)."""
+        loaded = self._since_analyze >= self._ann.tail_rows
+        # Postings take no part in the ANN builds: with a connection to spare, they are vacuumed
+        # while the last builds run (with a pool of two, the indexing lock and a build hold
+        # both), and chunks after them (a VACUUM waits for an index build to end).
+        beside = None
+        if loaded and self._db.pool_size >= 3:
+            beside = asyncio.get_running_loop().create_task(self._vacuum_on_spare("postings"))
+        try:
+            while self._builds:
+                await asyncio.gather(*list(self._builds), return_exceptions=True)
+            await self._build_segments(final=True)
+            if loaded:
+                async with self._db.connection() as conn:
+                    await self._vacuum(conn, "chunks")
+                    if beside is None or not await beside:
+                        await self._vacuum(conn, "postings")
+                self._since_analyze = 0
+        finally:
+            if beside is not None:
+                await _settle(beside)
 
     async def _build_segments(self, *, final: bool) -> None:
         ws = await self.workspace()
@@ -1064,47 +1086,34 @@ class PgChunkStore:
                     total = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
                     threshold = ann.tail_rows if final else ann.segment_rows
                     if total < ann.min_rows or tail["n"] < threshold:
+                        # The writes' trigger counts on from the tail seen here.
+                        self._written = int(tail["n"])
                         break
                     await self._create_segment(conn, s, hi, tail["top"])
                 if final:
                     await self._merge_segments(conn, s)
-                    # After a large load: planner statistics (a sample), and the visibility
-                    # map, without which the index-only scans that count filter matches and
-                    # read postings visit the table for every row (a directory count of 35k
-                    # chunks: 45 -> 12 ms) until autovacuum comes by.
-                    if self._since_analyze >= ann.tail_rows:
-                        self._since_analyze = 0
-                        await self._vacuum(conn, s)
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
                     await conn.execute("RESET ALL")
 
-    async def _vacuum(self, conn: asyncpg.Connection, s: str) -> None:
-        """VACUUM (ANALYZE) chunks and postings: each pass is one process, so postings goes on
-        a second connection beside chunks when the pool has one free (with a pool of two, the
-        indexing lock and this build hold both), else after it on this one."""
-        both = f"VACUUM (ANALYZE) {s}.chunks, {s}.postings"
-        if self._db.pool_size < 3:
-            await conn.execute(both)
-            return
+    async def _vacuum(self, conn: asyncpg.Connection, *tables: str) -> None:
+        """VACUUM (ANALYZE) some of the project's tables, after a large load: planner
+        statistics (a sample), and the visibility map, without which the index-only scans that
+        count filter matches and read postings visit the table for every row (a directory count
+        of 35k chunks: 45 -> 12 ms) until autovacuum comes by. The pool resets the session
+        (RESET ALL) when the connection goes back."""
+        s = (await self.workspace()).quoted
+        await conn.execute("SET statement_timeout = 0")
+        await conn.execute("VACUUM (ANALYZE) " + ", ".join(f"{s}.{t}" for t in tables))
+
+    async def _vacuum_on_spare(self, *tables: str) -> bool:
+        """``_vacuum`` on a connection of its own if one is free; whether it ran."""
         async with self._db.spare_connection() as other:
             if other is None:
-                await conn.execute(both)
-                return
-            # The pool resets the session (RESET ALL) when the connection goes back.
-            await other.execute("SET statement_timeout = 0")
-            beside = asyncio.get_running_loop().create_task(
-                other.execute(f"VACUUM (ANALYZE) {s}.postings")
-            )
-            try:
-                await conn.execute(f"VACUUM (ANALYZE) {s}.chunks")
-            except BaseException:
-                beside.cancel()
-                with contextlib.suppress(asyncio.CancelledError, *DRIVER_ERRORS):
-                    await beside
-                raise
-            await beside
+                return False
+            await self._vacuum(other, *tables)
+            return True
 
     async def _create_segment(self, conn: asyncpg.Connection, s: str, lo: int, hi: int) -> None:
         name = f"ann_{lo}_{hi}"
@@ -1165,3 +1174,11 @@ class PgChunkStore:
                 await conn.execute(
                     f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{quote_ident(old['index_name'])}"
                 )
+
+
+async def _settle(task: asyncio.Task[Any]) -> None:
+    """Cancel side work if still running and wait for it. When it ran to the end, the caller
+    awaited it; otherwise the caller is failing, and that failure is the one to report."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
