@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -568,3 +569,157 @@ async def test_a_bad_root_fails_the_run_without_a_stray_scan_error() -> None:
     service = IndexingService(store, InMemorySourceTree({}), CHUNKER, TOKENS, None)
     with pytest.raises(ValidationFailed):
         await service.index("/no/such/root")
+
+
+class _RecordingChunker:
+    """The real chunker, noting each file it chunks and whether the lock was held then."""
+
+    def __init__(self, store: _GatedLockStore) -> None:
+        self._store = store
+        self.chunked: list[tuple[str, bool]] = []
+        self._more = threading.Condition()
+
+    def chunk(self, path, text, language):  # type: ignore[no-untyped-def]
+        with self._more:
+            self.chunked.append((path, self._store.locked))
+            self._more.notify_all()
+        return CHUNKER.chunk(path, text, language)
+
+    async def wait_for(self, n_files: int) -> None:
+        """Until ``n_files`` were chunked (chunking runs in a thread)."""
+
+        def wait() -> bool:
+            with self._more:
+                return self._more.wait_for(lambda: len(self.chunked) >= n_files, timeout=10)
+
+        assert await asyncio.to_thread(wait)
+
+
+class _GatedLockStore(InMemoryChunkStore):
+    """Grants the indexing lock when the test opens the gate (a server still starting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.locked = False
+
+    @contextlib.asynccontextmanager
+    async def indexing_lock(self, repository_id, *, wait):  # type: ignore[no-untyped-def]
+        await self.gate.wait()
+        async with super().indexing_lock(repository_id, wait=wait):
+            self.locked = True
+            try:
+                yield
+            finally:
+                self.locked = False
+
+
+def _numbered_files(n: int, edited: Sequence[int] = ()) -> dict[str, bytes]:
+    return {
+        f"m{i}.py": f"def f{i}():\n    return {i}{'  # edited' if i in edited else ''}\n".encode()
+        for i in range(n)
+    }
+
+
+async def _early_run(
+    tree: InMemorySourceTree, store: _GatedLockStore
+) -> tuple[_RecordingChunker, indexing.IndexResult]:
+    """Index with the lock held back until every file was chunked early (in a thread)."""
+    chunker = _RecordingChunker(store)
+    service = IndexingService(store, tree, chunker, TOKENS, HashingEmbedder(64), batch_files=3)  # type: ignore[arg-type]
+    store.gate.clear()
+    run = asyncio.create_task(service.index(ROOT))
+    n_files = len((await tree.scan(ROOT)).files)
+    await chunker.wait_for(n_files)
+    await asyncio.sleep(0.02)
+    assert not run.done()
+    store.gate.set()
+    return chunker, await run
+
+
+async def test_files_are_chunked_while_the_lock_is_taken_and_used_once_it_is_held() -> None:
+    store = _GatedLockStore()
+    tree = InMemorySourceTree({ROOT: _numbered_files(10)})
+    chunker, result = await _early_run(tree, store)
+    assert all(not locked for _, locked in chunker.chunked)
+    assert sorted(p for p, _ in chunker.chunked) == sorted(_numbered_files(10))  # each once
+    assert result.status is IndexStatus.SUCCESS and result.files_indexed == 10
+    reference = InMemoryChunkStore()
+    await _service(tree, reference, HashingEmbedder(64)).index(ROOT)
+    assert _dump(await store.chunks(result.repository_id)) == _dump(
+        await reference.chunks(result.repository_id)
+    )
+
+
+async def test_early_chunks_of_files_that_did_not_change_are_dropped() -> None:
+    store = _GatedLockStore()
+    tree = InMemorySourceTree({ROOT: _numbered_files(10)})
+    await _service(tree, store, HashingEmbedder(64)).index(ROOT)
+    edited = InMemorySourceTree({ROOT: _numbered_files(10, edited=(2, 7))})
+    chunker, result = await _early_run(edited, store)
+    assert len(chunker.chunked) == 10  # all of them, early, and none again
+    assert (result.files_indexed, result.files_unchanged) == (2, 8)
+    reference = InMemoryChunkStore()
+    await _service(edited, reference, HashingEmbedder(64)).index(ROOT)
+    assert _dump(await store.chunks(result.repository_id)) == _dump(
+        await reference.chunks(result.repository_id)
+    )
+
+
+async def test_early_chunking_stops_at_its_file_limit_and_when_the_lock_is_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indexing, "EARLY_FILES", 4)
+    store = _GatedLockStore()
+    chunker = _RecordingChunker(store)
+    tree = InMemorySourceTree({ROOT: _numbered_files(12)})
+    service = IndexingService(store, tree, chunker, TOKENS, None, batch_files=2)  # type: ignore[arg-type]
+    store.gate.clear()
+    run = asyncio.create_task(service.index(ROOT))
+    await chunker.wait_for(4)
+    await asyncio.sleep(0.05)
+    assert len(chunker.chunked) == 4  # no more before the lock
+    store.gate.set()
+    result = await run
+    assert result.files_indexed == 12
+    assert sorted(p for p, _ in chunker.chunked) == sorted(_numbered_files(12))
+    assert [locked for _, locked in chunker.chunked] == [False] * 4 + [True] * 8
+
+
+def _dump(chunks: Sequence[object]) -> list[str]:
+    return sorted(c.model_dump_json() for c in chunks)  # type: ignore[attr-defined]
+
+
+async def test_worker_processes_started_early_are_the_ones_the_run_uses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pools = []
+    started = asyncio.Event()
+    real_pool = indexing._chunking_pool
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        pools.append(real_pool(*args))
+        started.set()
+        return pools[-1]
+
+    monkeypatch.setattr(indexing, "_chunking_pool", counted)
+    monkeypatch.setattr(indexing, "chunk_files", _fail)  # everything is chunked in the workers
+    store = _GatedLockStore()
+    tree = InMemorySourceTree({ROOT: _numbered_files(30)})
+    service = IndexingService(
+        store, tree, CHUNKER, TOKENS, None, batch_files=2, workers=2, pool_min_files=0
+    )
+    store.gate.clear()
+    run = asyncio.create_task(service.index(ROOT))
+    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.sleep(0.3)
+    store.gate.set()
+    result = await run
+    assert len(pools) == 1 and result.files_indexed == 30
+    monkeypatch.undo()
+    reference = InMemoryChunkStore()
+    await IndexingService(reference, tree, CHUNKER, TOKENS, None).index(ROOT)
+    assert _dump(await store.chunks(result.repository_id)) == _dump(
+        await reference.chunks(result.repository_id)
+    )

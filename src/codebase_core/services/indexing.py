@@ -144,11 +144,16 @@ class IndexingService:
         # checking their hash).
         began = utcnow()
         scan = asyncio.ensure_future(self._source.scan(root))
+        # So does chunking, of the first files scanned, until the lock is held; files that
+        # turn out unchanged are dropped then.
+        early = _EarlyChunking(self, root, repo_id, scan)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
                     await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=False))
+                    await early.stop()
                 except RepositoryBusy:
+                    await early.close()
                     if not wait:
                         raise
                     # Another process indexes this repository: say so, then queue behind it,
@@ -159,9 +164,10 @@ class IndexingService:
                     began = utcnow()
                     scan = asyncio.ensure_future(self._source.scan(root))
                 return await self._index_locked(
-                    root, repo_id, name, force, progress, token, started, began, scan
+                    root, repo_id, name, force, progress, token, started, began, scan, early
                 )
         finally:
+            await early.close()
             _discard(scan)
         raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
 
@@ -176,6 +182,7 @@ class IndexingService:
         started: float,
         began: datetime,
         scanning: asyncio.Future[ScanResult],
+        early: _EarlyChunking,
     ) -> IndexResult:
         await _report(progress, "scanning", 0, 1)
         scan = await scanning
@@ -226,10 +233,18 @@ class IndexingService:
         chunks_created = embedded = cached = truncated = files_indexed = 0
         total = len(changed)
         await _report(progress, "chunking", 0, total)
-        batches = [changed[i : i + self._batch_files] for i in range(0, total, self._batch_files)]
-        pool = (
+        # Work units of (files to count, batch to prepare or its preparation under way).
+        units: collections.deque[tuple[int, Sequence[ScanEntry] | _Preparing]]
+        units, rest = early.take(changed)
+        units.extend(
+            (len(b), b)
+            for b in (
+                rest[i : i + self._batch_files] for i in range(0, len(rest), self._batch_files)
+            )
+        )
+        pool = early.pool or (
             _chunking_pool(self._workers, self._chunker, self._tokens)
-            if self._workers > 1 and total >= max(self._pool_min_files, 2 * self._batch_files)
+            if self._pooled(len(rest))
             else None
         )
         done = 0
@@ -247,17 +262,19 @@ class IndexingService:
         # embedder is never idle waiting for chunking or the database. Up to ``WRITE_DEPTH``
         # writes are in flight (the store prepares one while the database takes the other);
         # batches hold disjoint files, so their order does not matter.
-        ahead: collections.deque[asyncio.Task[tuple[list[PreparedFile], list[FileError]]]]
-        ahead = collections.deque()
-        depth = self._workers + 1 if pool is not None else 1
+        ahead: collections.deque[tuple[int, _Preparing]] = collections.deque()
+        depth = self._depth(pool)
         writing: collections.deque[asyncio.Task[None]] = collections.deque()
         try:
-            for i, batch in enumerate(batches):
+            while units or ahead:
                 token.raise_if_cancelled()
-                while len(ahead) < depth and i + len(ahead) < len(batches):
-                    nxt = batches[i + len(ahead)]
-                    ahead.append(asyncio.create_task(self._prepare(root, repo_id, nxt, pool)))
-                prepared, batch_errors = await ahead.popleft()
+                while units and len(ahead) < depth:
+                    n, work = units.popleft()
+                    if not isinstance(work, asyncio.Task):
+                        work = asyncio.create_task(self._prepare(root, repo_id, work, pool))
+                    ahead.append((n, work))
+                n_files, preparing = ahead.popleft()
+                prepared, batch_errors = await preparing
                 errors.extend(batch_errors)
                 n_embedded, n_cached, n_truncated = await self._embed(prepared)
                 embedded += n_embedded
@@ -267,14 +284,17 @@ class IndexingService:
                 while len(writing) >= WRITE_DEPTH:
                     # Shielded: cancelling the run does not cancel a write it has started.
                     await asyncio.shield(writing.popleft())
-                writing.append(asyncio.create_task(write(prepared, len(batch))))
+                writing.append(asyncio.create_task(write(prepared, n_files)))
             while writing:
                 await asyncio.shield(writing.popleft())
         finally:
             try:
-                for task in ahead:
+                started_work = [t for _, t in ahead] + [
+                    t for _, t in units if isinstance(t, asyncio.Task)
+                ]
+                for task in started_work:
                     task.cancel()
-                for task in ahead:
+                for task in started_work:
                     with contextlib.suppress(asyncio.CancelledError, CoreError):
                         await task
                 # Writes already started complete (each is one transaction); their own
@@ -336,6 +356,14 @@ class IndexingService:
             errors=errors,
         )
 
+    def _pooled(self, n_files: int) -> bool:
+        """Whether ``n_files`` to chunk are worth starting worker processes for."""
+        return self._workers > 1 and n_files >= max(self._pool_min_files, 2 * self._batch_files)
+
+    def _depth(self, pool: Executor | None) -> int:
+        """Batches prepared at once: one per worker and one more, or one in a thread."""
+        return self._workers + 1 if pool is not None else 1
+
     async def _prepare(
         self, root: str, repo_id: str, batch: Sequence[ScanEntry], pool: Executor | None
     ) -> tuple[list[PreparedFile], list[FileError]]:
@@ -387,6 +415,113 @@ class IndexingService:
         for i, p in enumerate(prepared):
             prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])
         return len(missing), len(texts_by_hash) - len(missing), truncated
+
+
+_Preparing = asyncio.Task[tuple[list[PreparedFile], list[FileError]]]
+
+# At most this many files are chunked before the run knows which files changed.
+EARLY_FILES = 4096
+
+
+class _EarlyChunking:
+    """Chunking of the first scanned files while the indexing lock is being taken: the store
+    may be starting its server first (a fresh embedded one takes over a second, on one core),
+    and which files changed is only known once it answers. Batches are prepared in scan order
+    (in worker processes if the scan alone makes them worthwhile) until ``stop``; ``take``
+    then keeps what the changed files need and drops the rest."""
+
+    def __init__(
+        self,
+        service: IndexingService,
+        root: str,
+        repo_id: str,
+        scan: asyncio.Future[ScanResult],
+    ) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+        self._batches: list[tuple[Sequence[ScanEntry], _Preparing]] = []
+        self._stopping = asyncio.Event()
+        self._runner = asyncio.create_task(self._run(service, root, repo_id, scan))
+
+    async def _run(
+        self,
+        service: IndexingService,
+        root: str,
+        repo_id: str,
+        scan: asyncio.Future[ScanResult],
+    ) -> None:
+        stopping: asyncio.Future[Any] = asyncio.create_task(self._stopping.wait())
+        try:
+            first: list[asyncio.Future[Any]] = [scan, stopping]
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+            if self._stopping.is_set() or scan.cancelled() or scan.exception() is not None:
+                return
+            files = scan.result().files[:EARLY_FILES]
+            if service._pooled(len(files)):
+                self.pool = _chunking_pool(service._workers, service._chunker, service._tokens)
+            depth = service._depth(self.pool)
+            size = service._batch_files
+            for i in range(0, len(files), size):
+                running = [t for _, t in self._batches if not t.done()]
+                while len(running) >= depth and not self._stopping.is_set():
+                    await asyncio.wait([*running, stopping], return_when=asyncio.FIRST_COMPLETED)
+                    running = [t for t in running if not t.done()]
+                if self._stopping.is_set():
+                    return
+                batch = files[i : i + size]
+                task = asyncio.create_task(service._prepare(root, repo_id, batch, self.pool))
+                self._batches.append((batch, task))
+        finally:
+            stopping.cancel()
+
+    async def stop(self) -> None:
+        """Start no more batches (those under way go on)."""
+        self._stopping.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._runner
+
+    def take(
+        self, changed: Sequence[ScanEntry]
+    ) -> tuple[collections.deque[tuple[int, Sequence[ScanEntry] | _Preparing]], list[ScanEntry]]:
+        """Units of (files kept, preparation) covering the changed files prepared early, in scan
+        order, and the changed files left to prepare. Batches with no changed file stop."""
+        wanted = {e.path for e in changed}
+        units: collections.deque[tuple[int, Sequence[ScanEntry] | _Preparing]]
+        units = collections.deque()
+        covered: set[str] = set()
+        for batch, task in self._batches:
+            keep = {e.path for e in batch if e.path in wanted}
+            covered.update(keep)
+            if not keep:
+                task.cancel()
+            elif len(keep) == len(batch):
+                units.append((len(keep), task))
+            else:
+                units.append((len(keep), asyncio.create_task(_only(task, keep))))
+        self._batches = []
+        return units, [e for e in changed if e.path not in covered]
+
+    async def close(self) -> None:
+        """Cancel what was not taken, and shut the worker processes down (idempotent)."""
+        self._runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._runner
+        for _, task in self._batches:
+            task.cancel()
+        for _, task in self._batches:
+            with contextlib.suppress(asyncio.CancelledError, CoreError):
+                await task
+        self._batches = []
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+
+
+async def _only(
+    preparing: _Preparing, paths: set[str]
+) -> tuple[list[PreparedFile], list[FileError]]:
+    """An early batch's preparation, reduced to the files that changed."""
+    prepared, errors = await preparing
+    return [p for p in prepared if p.file.path in paths], [e for e in errors if e.path in paths]
 
 
 def chunk_files(
