@@ -157,7 +157,9 @@ class EmbeddingServer:
 
     def _vectors(self, texts: list[str]) -> list[list[float]]:
         # In a handler thread: no event loop runs there.
-        return asyncio.run(self._hashing.embed_documents(texts)).vectors
+        return [
+            list(map(float, v)) for v in asyncio.run(self._hashing.embed_documents(texts)).vectors
+        ]
 
     def _next_failure(self) -> tuple[int, float | str | None] | None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -391,10 +392,12 @@ class Embeddings:
     """Vectors of a batch of texts, in order, and how many texts were cut to fit the model.
 
     A dataclass, not a pydantic model: validating every float of a large batch costs more than
-    the hashing embedder takes to compute it.
+    the hashing embedder takes to compute it. For the same reason a vector may be any sequence
+    of floats, such as a read-only row of a numpy array: a Python float per element (``tolist``)
+    cost more than the stores' conversion to float32 of the row itself.
     """
 
-    vectors: list[list[float]]
+    vectors: Sequence[Sequence[float]]
     truncated: int = 0
 
 

@@ -65,7 +65,8 @@ def ollama(client: httpx.AsyncClient, url: str, **changes: Any) -> OllamaEmbedde
 
 async def hashed(texts: list[str], dimension: int = 64) -> list[list[float]]:
     """The vectors the server computes for ``texts`` as it receives them."""
-    return (await HashingEmbedder(dimension).embed_documents(texts)).vectors
+    vectors = (await HashingEmbedder(dimension).embed_documents(texts)).vectors
+    return [[float(x) for x in v] for v in vectors]
 
 
 # --- Ollama: the API, its prefixes and its older servers -------------------------------------

@@ -6,6 +6,7 @@ import hashlib
 import itertools
 import math
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -52,23 +53,25 @@ def test_is_an_embedder_with_a_stable_model_name() -> None:
 @given(batch=texts, dimension=st.sampled_from([8, 64, 384]))
 async def test_vectors_equal_the_definition_exactly(batch: list[str], dimension: int) -> None:
     emb = HashingEmbedder(dimension)
-    assert (await emb.embed_documents(batch)).vectors == [reference(t, dimension) for t in batch]
+    assert _lists((await emb.embed_documents(batch)).vectors) == [
+        reference(t, dimension) for t in batch
+    ]
     for text in batch[:3]:
         assert await emb.embed_query(text) == reference(text, dimension)
 
 
 async def test_texts_without_terms_give_zero_vectors_and_others_unit_norm() -> None:
-    vectors = (
-        await HashingEmbedder(16).embed_documents(["", "  \n", "= ( )", "load user"])
-    ).vectors
+    vectors = _lists(
+        (await HashingEmbedder(16).embed_documents(["", "  \n", "= ( )", "load user"])).vectors
+    )
     assert vectors[:3] == [[0.0] * 16] * 3
     assert math.isclose(sum(v * v for v in vectors[3]), 1.0)
-    assert (await HashingEmbedder(16).embed_documents([])).vectors == []
+    assert _lists((await HashingEmbedder(16).embed_documents([])).vectors) == []
 
 
 async def test_same_vectors_whatever_the_batching_and_history() -> None:
     batch = [f"def load_{i}(user{i % 7}): return parse(user{i % 7}, {i})" for i in range(40)]
-    one_call = (await HashingEmbedder(32).embed_documents(batch)).vectors
+    one_call = _lists((await HashingEmbedder(32).embed_documents(batch)).vectors)
     emb = HashingEmbedder(32)
     one_by_one = [await emb.embed_query(t) for t in reversed(batch)][::-1]
     assert one_call == one_by_one == [reference(t, 32) for t in batch]
@@ -83,11 +86,29 @@ async def test_bounded_tables_and_slices_keep_the_vectors(monkeypatch: pytest.Mo
     batch = [" ".join(f"w{(i * 7 + j) % 50}" for j in range(i % 9)) for i in range(30)]
     emb = HashingEmbedder(64)
     for _ in range(2):
-        assert (await emb.embed_documents(batch)).vectors == [reference(t, 64) for t in batch]
+        assert _lists((await emb.embed_documents(batch)).vectors) == [
+            reference(t, 64) for t in batch
+        ]
 
 
 async def test_very_frequent_terms_weigh_as_defined() -> None:
     texts = ["load " * 5000 + "user", "x " * 10 + "load user " * 300]
-    assert (await HashingEmbedder(64).embed_documents(texts)).vectors == [
+    assert _lists((await HashingEmbedder(64).embed_documents(texts)).vectors) == [
         reference(t, 64) for t in texts
     ]
+
+
+async def test_returned_vectors_are_read_only_and_outlive_later_calls() -> None:
+    emb = HashingEmbedder(32)
+    first = (await emb.embed_documents(["load user", "parse the config file"])).vectors
+    kept = _lists(first)
+    await emb.embed_documents(["something else entirely"] * 600)  # reuses its buffers
+    await emb.embed_query("and a query")
+    assert _lists(first) == kept
+    with pytest.raises(ValueError, match="read-only"):
+        first[0][0] = 1.0  # type: ignore[index]
+
+
+def _lists(vectors: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Vectors as lists of Python floats (the embedder returns rows of a numpy array)."""
+    return [[float(x) for x in v] for v in vectors]

@@ -17,6 +17,7 @@ import itertools
 import math
 import threading
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -86,16 +87,20 @@ class HashingEmbedder:
         return Embeddings(vectors=self._vectors(texts))
 
     async def embed_query(self, text: str) -> list[float]:
-        return self._vectors([text])[0]
+        return [float(x) for x in self._vectors([text])[0]]
 
-    def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
+    def _vectors(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        """One read-only float64 row per text (see ``Embeddings``)."""
         with self._lock:
-            out: list[list[float]] = []
+            out: list[Sequence[float]] = []
             for i in range(0, len(texts), _SLICE):
-                out.extend(self._slice(texts[i : i + _SLICE]))
+                matrix = self._slice(texts[i : i + _SLICE]).copy()
+                matrix.flags.writeable = False
+                out.extend(cast("list[Sequence[float]]", list(matrix)))
             return out
 
-    def _slice(self, texts: Sequence[str]) -> list[list[float]]:
+    def _slice(self, texts: Sequence[str]) -> _Floats:
+        """The vectors of ``texts`` as the rows of a matrix in a buffer the next call reuses."""
         n, dim = len(texts), self._dimension
         analysed = [lexical.analysed(t) for t in texts]
         lengths = np.fromiter(map(len, analysed), dtype=np.int64, count=n)
@@ -121,7 +126,7 @@ class HashingEmbedder:
         np.cumsum(squares, axis=1, out=squares)
         norms = np.sqrt(squares[:, -1])
         matrix /= np.where(norms > 0, norms, 1.0)[:, None]
-        return matrix.tolist()
+        return matrix
 
     def _add(self, matrix: _Floats, doc: _Ints, feature: _Ints, code: _Ints) -> None:
         """Add ``sign * (1 + ln(tf))`` of every (text, feature) occurring to its slot of ``matrix``

@@ -126,7 +126,7 @@ class LocalEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         await self.open()
-        return (await asyncio.to_thread(self._encode, [text], "query")).vectors[0]
+        return list((await asyncio.to_thread(self._encode, [text], "query")).vectors[0])
 
     def _encode(self, texts: list[str], kind: str) -> Embeddings:
         with self._encode_lock:

@@ -398,7 +398,9 @@ class IndexingService:
                 texts_by_hash.setdefault(c.content_hash, c.content)
         if not texts_by_hash:
             return 0, 0, 0
-        known = await self._store.cached_embeddings(model, list(texts_by_hash))
+        known: dict[str, Sequence[float]] = dict(
+            await self._store.cached_embeddings(model, list(texts_by_hash))
+        )
         missing = [h for h in texts_by_hash if h not in known]
         truncated = 0
         if missing:
