@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -344,6 +345,34 @@ async def test_lexical_search_filters_do_not_change_scores(chunk_store: ChunkSto
     assert filtered[0].score == pytest.approx(
         next(h.score for h in unfiltered if h.chunk.file_path == "pkg/http/server.py")
     )
+
+
+async def test_a_file_of_two_languages_is_filtered_chunk_by_chunk(chunk_store: ChunkStore) -> None:
+    """A chunker may tell a file's languages apart (a notebook, code in markdown): the
+    language filter then takes the chunks of that language, in every search, and replacing the
+    file leaves nothing of them behind."""
+    await chunk_store.save_repository(repo())
+    doc = file_batch(
+        "r1",
+        "docs/guide.md",
+        ["# Parsing the config", "def parse_config(path):\n    return path", "parse it twice"],
+        vectors=[[1.0, 0.0, 0.0], [0.8, 0.6, 0.0], [0.6, 0.8, 0.0]],
+    )
+    chunks = list(doc.chunks)
+    chunks[1] = chunks[1].model_copy(update={"language": "python"})
+    await chunk_store.replace_files("r1", [dataclasses.replace(doc, chunks=chunks)])
+    terms = lexical.query_terms("parse config")
+    for language, lines in (("python", [2]), ("markdown", [1, 4])):
+        flt = SearchFilters(language=language)
+        hits, total = await chunk_store.lexical_search(terms, flt, 10)
+        assert total == len(lines) and sorted(h.chunk.start_line for h in hits) == lines
+        near, total = await chunk_store.vector_search([1.0, 0.0, 0.0], flt, 10)
+        assert total == len(lines) and sorted(h.chunk.start_line for h in near) == lines
+    await chunk_store.replace_files("r1", [file_batch("r1", "docs/guide.md", ["parse once"])])
+    for language, expected in (("python", 0), ("markdown", 1)):
+        hits, total = await chunk_store.lexical_search(terms, SearchFilters(language=language), 10)
+        assert total == len(hits) == expected
+    assert [h.chunk.content for h in hits] == ["parse once"]
 
 
 async def test_lexical_ties_break_by_path_then_line(chunk_store: ChunkStore) -> None:

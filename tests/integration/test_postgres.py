@@ -149,6 +149,99 @@ async def test_upgrade_from_version_1_backfills_repository_counts(
         await db.close()
 
 
+async def _postings_by_place(db: PgDatabase, quoted: str) -> list[tuple[Any, ...]]:
+    """Every posting as (term, file, start line, tf, length), whatever its chunk's seq; and
+    checks that each block starts at its first chunk and counts its chunks."""
+    async with db.connection() as conn:
+        broken = await conn.fetchval(
+            f"SELECT count(*) FROM {quoted}.postings WHERE first <> chunks[1] "
+            "OR n <> cardinality(chunks) OR n <> cardinality(tfs) OR n <> cardinality(doc_lens)"
+        )
+        rows = await conn.fetch(
+            f"SELECT p.term, c.file_path, c.start_line, x.tf, x.len "
+            f"FROM {quoted}.postings p "
+            "CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.doc_lens) AS x(chunk, tf, len) "
+            f"LEFT JOIN {quoted}.chunks c ON c.seq = x.chunk ORDER BY 1, 2, 3"
+        )
+    assert broken == 0
+    return [tuple(r) for r in rows]
+
+
+async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
+    pg_url: str, tmp_path: Path, project: str
+) -> None:
+    """A workspace of version 6 (one postings row per term and chunk) is converted to blocks
+    when opened: the same postings and BM25 as an index written in blocks, and replacing a file
+    afterwards leaves none of its old postings behind."""
+    files = _core_sources()
+    written = new_project_id()
+    db = PgDatabase(pg_url, data_dir=tmp_path)
+    try:
+        fresh = PgChunkStore(db, written)
+        await _service(fresh, files).index("/repo")
+        src = (await fresh.workspace()).quoted
+        # The same index in a version 6 workspace, its postings one row per (term, chunk).
+        ws_name = schema_name(project)
+        q = f'"{ws_name}"'
+        async with db.connection() as conn:
+            await conn.execute(f"CREATE SCHEMA {q}")
+            for version, sql in MIGRATIONS[:6]:
+                await conn.execute(sql.format(s=q))
+                await conn.execute(
+                    f"INSERT INTO {q}.schema_migrations (version) VALUES ($1)", version
+                )
+            await conn.execute(
+                "INSERT INTO codebase_mcp.projects (id, schema_name, schema_version) "
+                "VALUES ($1, $2, 6)",
+                project,
+                ws_name,
+            )
+            for table in ("meta", "repositories", "files"):
+                await conn.execute(f"INSERT INTO {q}.{table} SELECT * FROM {src}.{table}")
+            await conn.execute(
+                f"INSERT INTO {q}.chunks OVERRIDING SYSTEM VALUE SELECT * FROM {src}.chunks"
+            )
+            await conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{q}.chunks', 'seq'), "
+                f"(SELECT max(seq) FROM {q}.chunks))"
+            )
+            await conn.execute(
+                f"INSERT INTO {q}.postings (term, chunk, tf, doc_len) "
+                f"SELECT p.term, x.chunk, x.tf, x.len FROM {src}.postings p "
+                "CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.doc_lens) AS x(chunk, tf, len)"
+            )
+            await conn.execute(
+                f"UPDATE {q}.corpus_stats SET (n_docs, total_len, n_vectors, generation) = "
+                f"(SELECT n_docs, total_len, n_vectors, generation FROM {src}.corpus_stats)"
+            )
+        upgraded = PgChunkStore(db, project)
+        await upgraded.list_repositories()  # migrates the workspace first
+        assert (await upgraded.workspace()).quoted == q
+        expected = await _postings_by_place(db, src)
+        assert len(expected) > 1000
+        assert await _postings_by_place(db, q) == expected
+        for query in ("parse task status", "BM25 upper bound", "Repository"):
+            for flt in (NO_FILTER, SearchFilters(directory="services")):
+                terms = lexical.query_terms(query)
+                a, ta = await upgraded.lexical_search(terms, flt, 10)
+                b, tb = await fresh.lexical_search(terms, flt, 10)
+                assert ta == tb and [(h.chunk.id, h.score) for h in a] == [
+                    (h.chunk.id, h.score) for h in b
+                ]
+        # An edit re-indexed in both: the upgraded blocks of the old chunks are deleted.
+        edited = dict(files)
+        edited["models.py"] = edited["models.py"].replace("class ", "class Edited", 3)
+        for store in (fresh, upgraded):
+            result = await _service(store, edited).index("/repo")
+            assert result.files_indexed == 1
+        expected = await _postings_by_place(db, src)
+        assert all(r[1] is not None for r in expected)  # no posting of a deleted chunk
+        assert await _postings_by_place(db, q) == expected
+    finally:
+        await db.close()
+        await drop_projects_async(pg_url, [written])
+
+
 async def test_concurrent_startup_in_one_process(pg_url: str, tmp_path: Path) -> None:
     project = new_project_id()
     dbs = [PgDatabase(pg_url, data_dir=tmp_path) for _ in range(4)]
