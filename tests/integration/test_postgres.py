@@ -20,9 +20,10 @@ import pytest
 
 from adapters.hashing import HashingEmbedder
 from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
+from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, embedded, schema_name
 from adapters.postgres._errors import translate
 from adapters.postgres.chunk_store import _Filter, term_key
+from adapters.postgres.embedded import shared_buffers_mb
 from adapters.postgres.schema import GLOBAL_SQL, MIGRATIONS, SCHEMA_VERSION
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
@@ -843,3 +844,36 @@ def test_embedded_server_persists_across_processes(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert "pkg/auth.py" in second.stdout
     assert (tmp_path / "data" / "postgres" / "PG_VERSION").exists()
+
+
+async def _shared_buffers_mb(uri: str) -> int:
+    conn = await asyncpg.connect(uri)
+    try:
+        return int(
+            await conn.fetchval("SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576")
+        )
+    finally:
+        await conn.close()
+
+
+async def test_embedded_server_runs_with_its_buffer_pool_from_the_first_start(
+    tmp_path: Path,
+) -> None:
+    """A new cluster restarts once with the buffer pool set; a later start keeps it, and a
+    value set by hand is left alone."""
+    data = tmp_path / "pg"
+    want = shared_buffers_mb()
+    assert 128 <= want <= 1024
+    try:
+        uri = await asyncio.to_thread(embedded._start, data)
+        assert await _shared_buffers_mb(uri) == want
+        conn = await asyncpg.connect(uri)
+        try:
+            await conn.execute("ALTER SYSTEM SET shared_buffers = '200MB'")
+        finally:
+            await conn.close()
+        await asyncio.to_thread(embedded.stop_embedded, data)
+        uri = await asyncio.to_thread(embedded._start, data)
+        assert await _shared_buffers_mb(uri) == 200
+    finally:
+        await asyncio.to_thread(embedded.stop_embedded, data)
