@@ -167,7 +167,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             edit = await cb.index(root)
             edit_s = time.perf_counter() - t
         _stop_embedded(Path(tmp) / f"data{args.runs}")
-    server_peak = sampler.stop() if sampler is not None else None
+    server_rss, server_pss = sampler.stop() if sampler is not None else (None, None)
     return {
         "store": args.store,
         "files": args.files,
@@ -184,7 +184,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "edited_chunks_embedded": edit.chunks_embedded,
         "edit_reindex_seconds": round(edit_s, 3),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "server_peak_rss_mib": server_peak,
+        "server_peak_rss_mib": server_rss,
+        "server_peak_pss_mib": server_pss,
     }
 
 
@@ -202,10 +203,13 @@ def _stop_embedded(data_dir: Path) -> None:
 
 
 class _ServerMemory:
-    """Samples the RSS sum of every ``postgres`` process every 0.2 s (peak, MiB)."""
+    """Samples the memory of every ``postgres`` process: the peaks of the summed RSS (shared
+    buffers counted once per process that touched them), every 0.2 s, and of the summed PSS
+    (shared pages split among the processes that map them: the server's real footprint), every
+    second (reading it walks each process's page tables), MiB."""
 
     def __init__(self) -> None:
-        self._peak = 0.0
+        self._peak = (0.0, 0.0)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -213,17 +217,26 @@ class _ServerMemory:
     def _run(self) -> None:
         import psutil
 
+        tick = 0
         while not self._done.wait(0.2):
-            total = 0
-            for p in psutil.process_iter(["name", "memory_info"]):
-                if p.info["name"] == "postgres" and p.info["memory_info"] is not None:
-                    total += p.info["memory_info"].rss
-            self._peak = max(self._peak, total / 2**20)
+            tick += 1
+            full = tick % 5 == 0
+            rss = pss = 0
+            for p in psutil.process_iter(["name"]):
+                if p.info["name"] != "postgres":
+                    continue
+                try:
+                    mem = p.memory_full_info() if full else p.memory_info()
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+                rss += mem.rss
+                pss += mem.pss if full else 0
+            self._peak = (max(self._peak[0], rss / 2**20), max(self._peak[1], pss / 2**20))
 
-    def stop(self) -> float:
+    def stop(self) -> tuple[float, float]:
         self._done.set()
         self._thread.join()
-        return round(self._peak, 1)
+        return round(self._peak[0], 1), round(self._peak[1], 1)
 
 
 def main() -> None:
