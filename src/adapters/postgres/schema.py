@@ -216,7 +216,7 @@ ALTER TABLE {s}.postings
         # that language that hold the term (ascending; first = chunks[1]), their term
         # frequencies and document lengths.
         # A large load inserted one postings index entry per (term, chunk), most of the
-        # database's work in a first index; now a third as many (see adapters.postgres.postings).
+        # database's work in a first index; now 2.4-3.2x fewer (see adapters.postgres.postings).
         """
 CREATE TABLE {s}.postings_blocks (
     term bigint NOT NULL,
