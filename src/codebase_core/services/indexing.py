@@ -440,17 +440,13 @@ class _EarlyChunking:
         scan: asyncio.Future[ScanResult],
     ) -> None:
         self.pool: ProcessPoolExecutor | None = None
+        self._service, self._root, self._repo_id, self._scan = service, root, repo_id, scan
         self._batches: list[tuple[Sequence[ScanEntry], _Preparing]] = []
         self._stopping = asyncio.Event()
-        self._runner = asyncio.create_task(self._run(service, root, repo_id, scan))
+        self._runner = asyncio.create_task(self._run())
 
-    async def _run(
-        self,
-        service: IndexingService,
-        root: str,
-        repo_id: str,
-        scan: asyncio.Future[ScanResult],
-    ) -> None:
+    async def _run(self) -> None:
+        service, scan = self._service, self._scan
         stopping: asyncio.Future[Any] = asyncio.create_task(self._stopping.wait())
         try:
             first: list[asyncio.Future[Any]] = [scan, stopping]
@@ -470,7 +466,9 @@ class _EarlyChunking:
                 if self._stopping.is_set():
                     return
                 batch = files[i : i + size]
-                task = asyncio.create_task(service._prepare(root, repo_id, batch, self.pool))
+                task = asyncio.create_task(
+                    service._prepare(self._root, self._repo_id, batch, self.pool)
+                )
                 self._batches.append((batch, task))
         finally:
             stopping.cancel()
