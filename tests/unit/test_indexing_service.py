@@ -691,35 +691,54 @@ def _dump(chunks: Sequence[object]) -> list[str]:
     return sorted(c.model_dump_json() for c in chunks)  # type: ignore[attr-defined]
 
 
-async def test_worker_processes_started_early_are_the_ones_the_run_uses(
+async def test_worker_processes_start_only_for_files_that_changed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pools = []
-    started = asyncio.Event()
+    """Early chunking runs in a thread: re-indexing an unchanged repository while the store
+    starts spawns no worker process; with changes, the pool starts once, after the lock."""
+    pools: list[object] = []
     real_pool = indexing._chunking_pool
 
     def counted(*args):  # type: ignore[no-untyped-def]
         pools.append(real_pool(*args))
-        started.set()
         return pools[-1]
 
     monkeypatch.setattr(indexing, "_chunking_pool", counted)
-    monkeypatch.setattr(indexing, "chunk_files", _fail)  # everything is chunked in the workers
     store = _GatedLockStore()
     tree = InMemorySourceTree({ROOT: _numbered_files(30)})
-    service = IndexingService(
-        store, tree, CHUNKER, TOKENS, None, batch_files=2, workers=2, pool_min_files=0
-    )
+    monkeypatch.setattr(indexing, "EARLY_FILES", 4)  # most edits are left to the workers
+
+    def service() -> IndexingService:
+        return IndexingService(
+            store,
+            tree,
+            CHUNKER,
+            TOKENS,
+            None,
+            batch_files=2,
+            workers=2,
+            pool_min_files=0,
+        )
+
+    first = await service().index(ROOT)  # the lock at once: no early chunking, a pool
+    assert first.files_indexed == 30 and len(pools) == 1
     store.gate.clear()
-    run = asyncio.create_task(service.index(ROOT))
-    await asyncio.wait_for(started.wait(), 10)
+    run = asyncio.create_task(service().index(ROOT))
+    await asyncio.sleep(0.3)  # early chunking of unchanged files, in this process
+    store.gate.set()
+    again = await run
+    assert again.files_unchanged == 30 and len(pools) == 1
+    tree.put(ROOT, "m3.py", "def f3():\n    return 'edited'\n")
+    for i in range(4, 30):
+        tree.put(ROOT, f"m{i}.py", f"def f{i}():\n    return {i} + 1\n")
+    store.gate.clear()
+    run = asyncio.create_task(service().index(ROOT))
     await asyncio.sleep(0.3)
     store.gate.set()
-    result = await run
-    assert len(pools) == 1 and result.files_indexed == 30
-    monkeypatch.undo()
+    edited = await run
+    assert edited.files_indexed == 27 and len(pools) == 2  # one more, for the 26 left
     reference = InMemoryChunkStore()
     await IndexingService(reference, tree, CHUNKER, TOKENS, None).index(ROOT)
-    assert _dump(await store.chunks(result.repository_id)) == _dump(
-        await reference.chunks(result.repository_id)
+    assert _dump(await store.chunks(edited.repository_id)) == _dump(
+        await reference.chunks(edited.repository_id)
     )

@@ -242,11 +242,7 @@ class IndexingService:
                 rest[i : i + self._batch_files] for i in range(0, len(rest), self._batch_files)
             )
         )
-        pool = early.pool or (
-            _chunking_pool(self._workers, self._chunker, self._tokens)
-            if self._pooled(len(rest))
-            else None
-        )
+        pool: ProcessPoolExecutor | None = None
         done = 0
 
         async def write(prepared: list[PreparedFile], n_files: int) -> None:
@@ -263,9 +259,11 @@ class IndexingService:
         # writes are in flight (the store prepares one while the database takes the other);
         # batches hold disjoint files, so their order does not matter.
         ahead: collections.deque[tuple[int, _Preparing]] = collections.deque()
-        depth = self._depth(pool)
         writing: collections.deque[asyncio.Task[None]] = collections.deque()
         try:
+            if self._workers > 1 and len(rest) >= max(self._pool_min_files, 2 * self._batch_files):
+                pool = _chunking_pool(self._workers, self._chunker, self._tokens)
+            depth = self._workers + 1 if pool is not None else 1
             while units or ahead:
                 token.raise_if_cancelled()
                 while units and len(ahead) < depth:
@@ -356,14 +354,6 @@ class IndexingService:
             errors=errors,
         )
 
-    def _pooled(self, n_files: int) -> bool:
-        """Whether ``n_files`` to chunk are worth starting worker processes for."""
-        return self._workers > 1 and n_files >= max(self._pool_min_files, 2 * self._batch_files)
-
-    def _depth(self, pool: Executor | None) -> int:
-        """Batches prepared at once: one per worker and one more, or one in a thread."""
-        return self._workers + 1 if pool is not None else 1
-
     async def _prepare(
         self, root: str, repo_id: str, batch: Sequence[ScanEntry], pool: Executor | None
     ) -> tuple[list[PreparedFile], list[FileError]]:
@@ -428,9 +418,10 @@ EARLY_FILES = 4096
 class _EarlyChunking:
     """Chunking of the first scanned files while the indexing lock is being taken: the store
     may be starting its server first (a fresh embedded one takes over a second, on one core),
-    and which files changed is only known once it answers. Batches are prepared in scan order
-    (in worker processes if the scan alone makes them worthwhile) until ``stop``; ``take``
-    then keeps what the changed files need and drops the rest."""
+    and which files changed is only known once it answers. Batches are prepared in scan order,
+    one at a time in a thread (worker processes would be started for nothing when no file
+    changed), until ``stop``; ``take`` then keeps what the changed files need and drops the
+    rest."""
 
     def __init__(
         self,
@@ -439,14 +430,14 @@ class _EarlyChunking:
         repo_id: str,
         scan: asyncio.Future[ScanResult],
     ) -> None:
-        self.pool: ProcessPoolExecutor | None = None
         self._service, self._root, self._repo_id, self._scan = service, root, repo_id, scan
         self._batches: list[tuple[Sequence[ScanEntry], _Preparing]] = []
+        self._dropped: list[_Preparing] = []
         self._stopping = asyncio.Event()
         self._runner = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
-        service, scan = self._service, self._scan
+        scan = self._scan
         stopping: asyncio.Future[Any] = asyncio.create_task(self._stopping.wait())
         try:
             first: list[asyncio.Future[Any]] = [scan, stopping]
@@ -454,30 +445,23 @@ class _EarlyChunking:
             if self._stopping.is_set() or scan.cancelled() or scan.exception() is not None:
                 return
             files = scan.result().files[:EARLY_FILES]
-            if service._pooled(len(files)):
-                self.pool = _chunking_pool(service._workers, service._chunker, service._tokens)
-            depth = service._depth(self.pool)
-            size = service._batch_files
+            size = self._service._batch_files
             for i in range(0, len(files), size):
-                running = [t for _, t in self._batches if not t.done()]
-                while len(running) >= depth and not self._stopping.is_set():
-                    await asyncio.wait([*running, stopping], return_when=asyncio.FIRST_COMPLETED)
-                    running = [t for t in running if not t.done()]
-                if self._stopping.is_set():
-                    return
                 batch = files[i : i + size]
                 task = asyncio.create_task(
-                    service._prepare(self._root, self._repo_id, batch, self.pool)
+                    self._service._prepare(self._root, self._repo_id, batch, None)
                 )
                 self._batches.append((batch, task))
+                await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+                if self._stopping.is_set():
+                    return
         finally:
             stopping.cancel()
 
     async def stop(self) -> None:
-        """Start no more batches (those under way go on)."""
+        """Start no more batches (the one under way goes on)."""
         self._stopping.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._runner
+        await _settled([self._runner])
 
     def take(
         self, changed: Sequence[ScanEntry]
@@ -493,6 +477,7 @@ class _EarlyChunking:
             covered.update(keep)
             if not keep:
                 task.cancel()
+                self._dropped.append(task)
             elif len(keep) == len(batch):
                 units.append((len(keep), task))
             else:
@@ -501,19 +486,23 @@ class _EarlyChunking:
         return units, [e for e in changed if e.path not in covered]
 
     async def close(self) -> None:
-        """Cancel what was not taken, and shut the worker processes down (idempotent)."""
+        """Cancel what was not taken and wait for it (idempotent)."""
         self._runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._runner
-        for _, task in self._batches:
+        pending = [self._runner, *self._dropped, *(t for _, t in self._batches)]
+        for task in pending:
             task.cancel()
-        for _, task in self._batches:
-            with contextlib.suppress(asyncio.CancelledError, CoreError):
-                await task
-        self._batches = []
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+        self._batches, self._dropped = [], []
+        await _settled(pending)
+
+
+async def _settled(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Wait for tasks to end, their failures (or cancellation) seen and dropped; a cancel of
+    the caller itself still raises (``suppress`` around an ``await`` would swallow it)."""
+    if tasks:
+        await asyncio.wait(tasks)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
 
 
 async def _only(
