@@ -877,3 +877,20 @@ async def test_embedded_server_runs_with_its_buffer_pool_from_the_first_start(
         assert await _shared_buffers_mb(uri) == 200
     finally:
         await asyncio.to_thread(embedded.stop_embedded, data)
+
+
+async def test_embedded_server_that_cannot_take_its_buffer_pool_keeps_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A buffer pool the machine cannot map: the new cluster starts with initdb's default
+    instead, and does not try again."""
+    monkeypatch.setattr(embedded, "shared_buffers_mb", lambda: 4 * 1024 * 1024)  # 4 TiB
+    data = tmp_path / "pg"
+    try:
+        uri = await asyncio.to_thread(embedded._start, data)
+        assert await _shared_buffers_mb(uri) == 128
+        await asyncio.to_thread(embedded.stop_embedded, data)
+        uri = await asyncio.to_thread(embedded._start, data)
+        assert await _shared_buffers_mb(uri) == 128
+    finally:
+        await asyncio.to_thread(embedded.stop_embedded, data)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import subprocess
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ def _import_pgserver() -> Any:
     return pgserver
 
 
+_DEFAULT_MB = 128  # initdb's shared_buffers
+_STARTING = threading.Lock()
+
+
 def shared_buffers_mb() -> int:
     """The embedded server's buffer pool: 1/16 of the machine's memory, 128 MiB to 1 GiB.
 
@@ -34,13 +40,28 @@ def shared_buffers_mb() -> int:
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return 128
-    return max(128, min(1024, total // 16 // 2**20))
+        return _DEFAULT_MB
+    limit = _cgroup_limit()  # a container's share, when smaller
+    if limit is not None:
+        total = min(total, limit)
+    return max(_DEFAULT_MB, min(1024, total // 16 // 2**20))
+
+
+def _cgroup_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            value = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if value.isdigit():
+            return int(value)
+    return None
 
 
 def _configure(uri: str) -> bool:
-    """Set the server's buffer pool (ALTER SYSTEM) unless it was set that way before, by us or
-    by hand; whether it changed (it holds from the server's next start)."""
+    """Set the server's buffer pool (ALTER SYSTEM) if it has initdb's default from
+    postgresql.conf (not one set by us before, nor by hand); whether it changed (it holds from
+    the server's next start)."""
 
     async def run() -> bool:
         conn = await asyncpg.connect(uri)
@@ -50,7 +71,8 @@ def _configure(uri: str) -> bool:
                 "coalesce(sourcefile, '') AS file FROM pg_settings WHERE name = 'shared_buffers'"
             )
             want = shared_buffers_mb()
-            if row["file"].endswith("postgresql.auto.conf") or row["mb"] == want:
+            default = row["mb"] == _DEFAULT_MB and row["file"].endswith("/postgresql.conf")
+            if not default or want == _DEFAULT_MB:
                 return False
             await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(want)}MB'")
             return True
@@ -66,9 +88,11 @@ def _start(data_dir: Path) -> str:
     """Start (or attach to) the server, blocking: call it in a thread from async code."""
     pgserver = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
-    fresh = not (data_dir / "PG_VERSION").exists()
-    with warnings.catch_warnings():
+    # pgserver counts users per process: two threads of one process must not restart the
+    # server under each other.
+    with _STARTING, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"XDG_RUNTIME_DIR is not set")
+        fresh = not (data_dir / "PG_VERSION").exists()
         # 'stop': the server stops when the last process of ours using it exits; several
         # processes on one data directory share one postmaster (initdb is serialised by a lock).
         server = pgserver.get_server(data_dir, cleanup_mode="stop")
@@ -77,9 +101,23 @@ def _start(data_dir: Path) -> str:
             # ours uses it already (cleanup stops the server only for its last user); then it
             # takes them at its next start. The new handle registers this process again.
             server.cleanup()
-            server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
+            try:
+                server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                # It would not start with them (say, too little shared memory allowed):
+                # back to the default, for good.
+                _forget_settings(server.pgdata)
+                server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
     uri: str = server.get_uri()
     return uri
+
+
+def _forget_settings(pgdata: Path) -> None:
+    """Drop our line from postgresql.auto.conf of a stopped server, and mark the value as
+    set (to initdb's default), so that it is not tried again."""
+    conf = pgdata / "postgresql.auto.conf"
+    lines = [ln for ln in conf.read_text().splitlines() if not ln.startswith("shared_buffers")]
+    conf.write_text("\n".join([*lines, f"shared_buffers = '{_DEFAULT_MB}MB'", ""]))
 
 
 async def start_embedded(data_dir: Path) -> str:
