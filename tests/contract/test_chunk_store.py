@@ -355,7 +355,7 @@ async def test_a_file_of_two_languages_is_filtered_chunk_by_chunk(chunk_store: C
     doc = file_batch(
         "r1",
         "docs/guide.md",
-        ["# Parsing the config", "def parse_config(path):\n    return path", "parse it twice"],
+        ["# Parse the config", "def parse_config(path):\n    return path", "parse it twice"],
         vectors=[[1.0, 0.0, 0.0], [0.8, 0.6, 0.0], [0.6, 0.8, 0.0]],
     )
     chunks = list(doc.chunks)
@@ -373,6 +373,12 @@ async def test_a_file_of_two_languages_is_filtered_chunk_by_chunk(chunk_store: C
         hits, total = await chunk_store.lexical_search(terms, SearchFilters(language=language), 10)
         assert total == len(hits) == expected
     assert [h.chunk.content for h in hits] == ["parse once"]
+    # Unfiltered, no old posting counts (as a match, or in a term's document frequency):
+    # the same hit and score as a store holding only the new file.
+    hits, total = await chunk_store.lexical_search(terms, NO_FILTER, 10)
+    assert total == 1 and [h.chunk.content for h in hits] == ["parse once"]
+    docs = {("docs/guide.md", "parse once"): lexical.document_terms("parse once", "docs/guide.md")}
+    assert hits[0].score == pytest.approx(_reference_bm25(docs, terms)[next(iter(docs))])
 
 
 async def test_lexical_ties_break_by_path_then_line(chunk_store: ChunkStore) -> None:

@@ -418,13 +418,14 @@ class PgChunkStore:
         tfs_all: list[int] = []
         per_chunk: list[int] = []
         # Postings blocks hold chunks alike in every attribute a search filters on: of one
-        # file, and of one language (a chunker may tell the languages of a file apart).
+        # path, and of one language (a chunker may tell the languages of a file apart); the
+        # deletion of a file's chunks finds its blocks by the same (path, language).
         block_group: list[int] = []
-        groups: dict[tuple[int, str | None], int] = {}
+        groups: dict[tuple[str, str | None], int] = {}
         doc_lens: list[int] = []
         dimension: int | None = None
         it = iter(seqs)
-        for fi, f in enumerate(files):
+        for f in files:
             sf = f.file
             file_rows.append((repo_id, sf.path, sf.language, sf.content_hash, sf.size, f.text))
             ext = file_extension(sf.path)
@@ -438,7 +439,7 @@ class PgChunkStore:
                 keys_all.extend(keys)
                 tfs_all.extend(tfs)
                 per_chunk.append(len(keys))
-                block_group.append(groups.setdefault((fi, c.language), len(groups)))
+                block_group.append(groups.setdefault((c.file_path, c.language), len(groups)))
                 doc_lens.append(doc_len)
                 vec = None
                 if vectors is not None:
@@ -1023,25 +1024,25 @@ class PgChunkStore:
         loaded = self._since_analyze >= self._ann.tail_rows
         # Postings take no part in the ANN builds: with a connection to spare, they are vacuumed
         # while the last builds run (with a pool of two, the indexing lock and a build hold
-        # both), and chunks after them (a VACUUM waits for an index build to end).
+        # both), and chunks after them (see _build_segments).
         beside = None
         if loaded and self._db.pool_size >= 3:
             beside = asyncio.get_running_loop().create_task(self._vacuum_on_spare("postings"))
         try:
             while self._builds:
                 await asyncio.gather(*list(self._builds), return_exceptions=True)
-            await self._build_segments(final=True)
-            if loaded:
-                async with self._db.connection() as conn:
-                    await self._vacuum(conn, "chunks")
-                    if beside is None or not await beside:
-                        await self._vacuum(conn, "postings")
-                self._since_analyze = 0
+            await self._build_segments(final=True, vacuum=loaded, beside=beside)
         finally:
             if beside is not None:
                 await _settle(beside)
 
-    async def _build_segments(self, *, final: bool) -> None:
+    async def _build_segments(
+        self, *, final: bool, vacuum: bool = False, beside: asyncio.Task[bool] | None = None
+    ) -> None:
+        """Build segments while the tail is large enough (``final``: the run's tail too, and
+        merge small segments), under the project's build lock; with ``vacuum``, then vacuum
+        chunks (a VACUUM waits for an index build, so it is done here, never queued behind
+        another process's) and postings unless ``beside`` did."""
         ws = await self.workspace()
         s = ws.quoted
         ann = self._ann
@@ -1072,6 +1073,11 @@ class PgChunkStore:
                     await self._create_segment(conn, s, hi, tail["top"])
                 if final:
                     await self._merge_segments(conn, s)
+                if vacuum:
+                    await self._vacuum(conn, "chunks")
+                    if beside is None or not await beside:
+                        await self._vacuum(conn, "postings")
+                    self._since_analyze = 0
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
                     await conn.execute("SELECT pg_advisory_unlock($1)", key)
@@ -1157,8 +1163,10 @@ class PgChunkStore:
 
 
 async def _settle(task: asyncio.Task[Any]) -> None:
-    """Cancel side work if still running and wait for it. When it ran to the end, the caller
-    awaited it; otherwise the caller is failing, and that failure is the one to report."""
+    """Cancel side work if still running and wait for it, its failure dropped: when it ran to
+    the end the caller awaited it, else the caller is failing and that is what to report (or
+    another process held the build lock). A cancel of the caller itself still raises."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()

@@ -16,7 +16,14 @@ from pgvector.asyncpg import register_vector
 
 from adapters.postgres._errors import DRIVER_ERRORS, redact, translate
 from adapters.postgres.embedded import start_embedded
-from adapters.postgres.schema import GLOBAL_SCHEMA, GLOBAL_SQL, MIGRATIONS, quote_ident, schema_name
+from adapters.postgres.schema import (
+    GLOBAL_SCHEMA,
+    GLOBAL_SQL,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    quote_ident,
+    schema_name,
+)
 from codebase_core.errors import CoreError, StoreUnavailable
 
 # pg_advisory_xact_lock key guarding CREATE EXTENSION / schema creation / migrations.
@@ -209,6 +216,11 @@ class PgDatabase:
             version: int = await conn.fetchval(
                 f"SELECT schema_version FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id
             )
+            if version < SCHEMA_VERSION:
+                # A step may rewrite a large table (postings into blocks): no statement
+                # timeout, and room to sort and build indexes, for this transaction only.
+                await conn.execute("SET LOCAL statement_timeout = 0")
+                await conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
             for step, sql in MIGRATIONS:
                 if step <= version:
                     continue
