@@ -487,7 +487,6 @@ class _EarlyChunking:
 
     async def close(self) -> None:
         """Cancel what was not taken and wait for it (idempotent)."""
-        self._runner.cancel()
         pending = [self._runner, *self._dropped, *(t for _, t in self._batches)]
         for task in pending:
             task.cancel()
