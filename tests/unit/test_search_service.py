@@ -156,11 +156,8 @@ async def test_a_refused_model_stops_the_vector_search_running_beside_the_check(
 
     slow = SlowVectors()
     slow.__dict__.update(store.__dict__)
-    service = SearchService(slow, HashingEmbedder(128))
     with pytest.raises(ModelMismatch, match="force"):
-        await asyncio.wait_for(
-            service.search(SearchQuery.build("load settings", mode="semantic")), 5
-        )
+        await _semantic_search(slow, HashingEmbedder(128))
     assert cancelled.is_set()
 
 
@@ -183,12 +180,15 @@ async def test_a_failed_vector_search_stops_the_model_check_running_beside_it() 
 
     failing = Failing()
     failing.__dict__.update(store.__dict__)
-    service = SearchService(failing, HashingEmbedder(64))
     with pytest.raises(StoreUnavailable, match="database down"):
-        await asyncio.wait_for(
-            service.search(SearchQuery.build("load settings", mode="semantic")), 5
-        )
+        await _semantic_search(failing, HashingEmbedder(64))
     assert cancelled.is_set()
+
+
+async def _semantic_search(store: InMemoryChunkStore, embedder: HashingEmbedder) -> None:
+    """A semantic search for "load settings" through ``store``, given 5 s."""
+    service = SearchService(store, embedder)
+    await asyncio.wait_for(service.search(SearchQuery.build("load settings", mode="semantic")), 5)
 
 
 async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
