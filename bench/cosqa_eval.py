@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit, metrics, rank_of
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings, cli_index_workers
 
 WORDS = [

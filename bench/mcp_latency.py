@@ -36,7 +36,7 @@ import tiktoken
 from fastmcp import Client
 
 from bench.retrieval import emit
-from entrypoints.library import open_workspaces
+from entrypoints.facade import open_workspaces
 from entrypoints.mcp import build_server
 from entrypoints.settings import Settings
 

@@ -31,7 +31,7 @@ from adapters.hashing import HashingEmbedder
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
 from codebase_core.models import Embeddings
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings, cli_index_workers
 
 

@@ -22,28 +22,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codebase_core import defaults
 from codebase_core.models import Chunk, ScoredChunk
 
 FusionMethod = Literal["rrf", "linear"]
+FusionNormalisation = Literal["none", "minmax"]
 
 
 class FusionConfig(BaseModel):
-    """How hybrid search combines its two lists. The defaults were tuned with all-MiniLM-L6-v2
-    on CoSQA and the own eval (``bench/tune_fusion.py``; figures in the README)."""
+    """How hybrid search combines its two lists. The defaults (``codebase_core.defaults``)
+    were tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (``bench/tune_fusion.py``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    method: FusionMethod = "linear"
-    semantic_weight: float = Field(default=1.0, ge=0.0)
-    lexical_weight: float = Field(default=0.5, ge=0.0)
-    rrf_k: int = Field(default=60, ge=1)
+    method: FusionMethod = defaults.FUSION_METHOD
+    semantic_weight: float = Field(default=defaults.FUSION_SEMANTIC_WEIGHT, ge=0.0)
+    lexical_weight: float = Field(default=defaults.FUSION_LEXICAL_WEIGHT, ge=0.0)
+    rrf_k: int = Field(default=defaults.FUSION_RRF_K, ge=1)
     # linear only: "none" combines the scores as they are, "minmax" rescales each list first.
-    normalisation: Literal["none", "minmax"] = "minmax"
+    normalisation: FusionNormalisation = defaults.FUSION_NORMALISATION
     # How many candidates each list contributes: a multiple of the requested limit, within
-    # bounds (100 for the default limit of 10; at most 200, which bounds the cost of limit=50).
-    candidate_multiplier: int = Field(default=10, ge=1)
-    min_candidates: int = Field(default=50, ge=1)
-    max_candidates: int = Field(default=200, ge=1)
+    # bounds (the ceiling bounds the cost of a large limit).
+    candidate_multiplier: int = Field(default=defaults.SEARCH_CANDIDATE_MULTIPLIER, ge=1)
+    min_candidates: int = Field(default=defaults.SEARCH_MIN_CANDIDATES, ge=1)
+    max_candidates: int = Field(default=defaults.SEARCH_MAX_CANDIDATES, ge=1)
 
     def depth(self, limit: int) -> int:
         wanted = max(self.min_candidates, limit * self.candidate_multiplier)

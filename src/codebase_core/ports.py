@@ -11,12 +11,14 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from codebase_core.chunking import PreparedFile
 from codebase_core.errors import FileUnreadable
 from codebase_core.models import (
     Chunk,
     ChunkDraft,
     Embeddings,
     Repository,
+    ScanEntry,
     ScanResult,
     ScoredChunk,
     SearchFilters,
@@ -267,4 +269,47 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
+        ...
+
+
+@runtime_checkable
+class ChunkingPool(Protocol):
+    """Chunks files on several cores for one indexing run at a time (worker processes).
+
+    Chunking is CPU-bound Python that holds the GIL: more threads would not make it faster,
+    other processes do. Starting them costs more than chunking a few files, so the indexing
+    service starts a run only when many files changed, after it holds the repository's lock.
+
+    Contract:
+    - ``start`` returns at once a ``ChunkingRun`` chunking with copies of ``chunker`` and
+      ``tokens`` (which must then be picklable) in up to ``workers`` workers; it begins
+      starting them now, so that their start-up overlaps the caller reading the first files.
+    - The default, ``codebase_core.chunking.ThreadChunkingPool``, chunks in one thread.
+    """
+
+    def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ChunkingRun:
+        """Workers for one run; the caller must ``close`` it."""
+        ...
+
+
+@runtime_checkable
+class ChunkingRun(Protocol):
+    """The workers of one indexing run (see ``ChunkingPool``).
+
+    Contract: ``chunk`` returns exactly what ``codebase_core.chunking.chunk_files`` returns for
+    the same arguments and the run's chunker and token counter, in order; several calls may be
+    in flight at once (up to one per worker run in parallel); a worker lost on the way (killed,
+    out of memory) does not fail it (the batch is chunked in the caller's process instead).
+    ``close`` ends the workers: work of cancelled ``chunk`` calls that no worker has begun is
+    dropped, work begun is waited for. It is called once, after every ``chunk`` call ended.
+    """
+
+    async def chunk(
+        self, repository_id: str, texts: Sequence[tuple[ScanEntry, str]]
+    ) -> list[PreparedFile]:
+        """``chunk_files`` of (entry, decoded text) pairs, run by a worker."""
+        ...
+
+    async def close(self) -> None:
+        """End the run's workers (see class doc)."""
         ...

@@ -17,14 +17,13 @@ from adapters.filesystem import LocalSourceTree
 from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
-from adapters.ollama import DEFAULT_MAX_INPUT_CHARS as OLLAMA_MAX_CHARS
 from adapters.ollama import OllamaEmbedder
-from adapters.openai import DEFAULT_MAX_INPUT_CHARS as OPENAI_MAX_CHARS
 from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
 from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
+from adapters.workers import ProcessChunkingPool
 from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig
 from codebase_core.models import check_project_id
@@ -123,13 +122,14 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def _options(config: Mapping[str, Any], default_max_chars: int) -> HttpEmbeddingOptions:
+def _options(config: Mapping[str, Any]) -> HttpEmbeddingOptions:
+    """(``max_input_chars`` None: the embedder's own default for its server kind.)"""
     return HttpEmbeddingOptions(
         batch_size=config["embedding_batch_size"],
         max_in_flight=config["embedding_concurrency"],
         timeout_s=config["embedding_timeout"],
         retries=config["embedding_retries"],
-        max_input_chars=config["embedding_max_chars"] or default_max_chars,
+        max_input_chars=config["embedding_max_chars"],
     )
 
 
@@ -138,7 +138,7 @@ def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbed
         client,
         config["ollama_base_url"],
         config["ollama_embedding_model"],
-        _options(config, OLLAMA_MAX_CHARS),
+        _options(config),
     )
 
 
@@ -147,9 +147,9 @@ def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompa
     return OpenAICompatibleEmbedder(
         client,
         config["openai_base_url"],
-        config["embedding_model"],
+        config["openai_embedding_model"],
         key.get_secret_value() if key is not None else None,
-        _options(config, OPENAI_MAX_CHARS),
+        _options(config),
     )
 
 
@@ -288,7 +288,8 @@ class Container(containers.DeclarativeContainer):
         tokens=token_counter,
         embedder=embedder,
         batch_files=config.index_batch_files,
-        workers=providers.Callable(lambda n: n or 1, config.index_workers),
+        workers=config.index_workers,
+        chunking_pool=providers.Singleton(ProcessChunkingPool),
     )
     search_service = providers.Factory(
         SearchService, store=chunk_store, embedder=embedder, fusion=fusion, source=source_tree

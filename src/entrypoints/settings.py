@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from codebase_core.fusion import FusionMethod
+from codebase_core import defaults
+from codebase_core.fusion import FusionMethod, FusionNormalisation
 
 MIN_TOKEN_CHARS = 16
 # Where ``codebase-mcp serve --transport http|sse`` listens unless told otherwise.
@@ -23,7 +24,12 @@ def _default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """Every knob, with its environment variable (see the README's configuration table)."""
+    """Every knob, with its environment variable (see the README's configuration table).
+
+    Defaults come from ``codebase_core.defaults``, as do those of the constructors the
+    container calls with these values, so a library user building an adapter by hand gets
+    what the product runs with.
+    """
 
     model_config = SettingsConfigDict(
         env_prefix="CODEBASE_MCP_", extra="ignore", populate_by_name=True
@@ -33,7 +39,7 @@ class Settings(BaseSettings):
     # auto: Ollama if it answers and has the model, else the local model if the extra is
     # installed, else none (lexical search only). An explicit choice fails when unavailable.
     embedder: Literal["auto", "ollama", "openai", "local", "hash", "none"] = "auto"
-    hash_dimension: int = Field(default=384, ge=8, le=4096)
+    hash_dimension: int = Field(default=defaults.HASH_DIMENSION, ge=8, le=4096)
     project: str = "default"
     data_dir: Path = Field(default_factory=_default_data_dir)
 
@@ -41,67 +47,89 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("CODEBASE_MCP_DATABASE_URL", "DATABASE_URL")
     )
-    pool_size: int = Field(default=8, ge=2, le=100)
-    connect_timeout: float = Field(default=10.0, gt=0)
-    statement_timeout: float = Field(default=120.0, gt=0)
-    hnsw_m: int = Field(default=10, ge=4, le=100)
-    hnsw_ef_construction: int = Field(default=40, ge=8, le=1000)
+    pool_size: int = Field(default=defaults.POOL_SIZE, ge=2, le=100)
+    connect_timeout: float = Field(default=defaults.CONNECT_TIMEOUT_S, gt=0)
+    statement_timeout: float = Field(default=defaults.STATEMENT_TIMEOUT_S, gt=0)
+    hnsw_m: int = Field(default=defaults.ANN_M, ge=4, le=100)
+    hnsw_ef_construction: int = Field(default=defaults.ANN_EF_CONSTRUCTION, ge=8, le=1000)
     ollama_base_url: str = Field(
-        default="http://localhost:11434",
+        default=defaults.OLLAMA_BASE_URL,
         validation_alias=AliasChoices("CODEBASE_MCP_OLLAMA_BASE_URL", "OLLAMA_BASE_URL"),
     )
     ollama_embedding_model: str = Field(
-        default="nomic-embed-text",
+        default=defaults.OLLAMA_MODEL,
         validation_alias=AliasChoices(
             "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL", "OLLAMA_EMBEDDING_MODEL"
         ),
     )
 
     openai_base_url: str = Field(
-        default="https://api.openai.com/v1",
+        default=defaults.OPENAI_BASE_URL,
         validation_alias=AliasChoices("CODEBASE_MCP_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
     )
-    # The model of the OpenAI-compatible server.
-    embedding_model: str = "text-embedding-3-small"
+    # The model of the OpenAI-compatible server (the other embedders have their own setting).
+    # Its old name ``embedding_model`` still works, as a keyword (see ``_old_names``) and as
+    # CODEBASE_MCP_EMBEDDING_MODEL.
+    openai_embedding_model: str = Field(
+        default=defaults.OPENAI_MODEL,
+        validation_alias=AliasChoices(
+            "CODEBASE_MCP_OPENAI_EMBEDDING_MODEL", "CODEBASE_MCP_EMBEDDING_MODEL"
+        ),
+    )
     openai_api_key: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("CODEBASE_MCP_OPENAI_API_KEY", "OPENAI_API_KEY"),
     )
-    local_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    local_model: str = defaults.LOCAL_MODEL
     # Texts per request (HTTP) or per forward pass (local).
-    embedding_batch_size: int = Field(default=32, ge=1, le=2048)
+    embedding_batch_size: int = Field(default=defaults.EMBEDDING_BATCH_SIZE, ge=1, le=2048)
     # HTTP requests in flight at once.
-    embedding_concurrency: int = Field(default=2, ge=1, le=64)
-    embedding_timeout: float = Field(default=120.0, gt=0)
-    embedding_retries: int = Field(default=4, ge=0, le=20)
+    embedding_concurrency: int = Field(default=defaults.EMBEDDING_CONCURRENCY, ge=1, le=64)
+    embedding_timeout: float = Field(default=defaults.EMBEDDING_TIMEOUT_S, gt=0)
+    embedding_retries: int = Field(default=defaults.EMBEDDING_RETRIES, ge=0, le=20)
     # Texts longer than this many characters are cut before they are sent (HTTP embedders;
-    # unset: 6,000 for Ollama, 24,000 for OpenAI-compatible servers).
+    # unset: what the server kind takes, ``defaults.OLLAMA_MAX_INPUT_CHARS`` and so on).
     embedding_max_chars: int | None = Field(default=None, ge=16)
 
-    max_file_bytes: int = Field(default=1_048_576, ge=1)
-    allow_secrets: bool = False
-    chunk_max_tokens: int = Field(default=512, ge=32)
-    # Tiny neighbouring definitions merge up to this many tokens. 0: every function is its
-    # own chunk, which embeds better (CoSQA semantic MRR@10 0.500 -> 0.534 with MiniLM).
-    chunk_min_tokens: int = Field(default=0, ge=0)
-    index_batch_files: int = Field(default=64, ge=1)
-    # Processes chunking a large change set (1: a thread of this process). Unset: 1 in a
-    # library process (spawned workers import its main module, see the README), the CPU
-    # count (at most 8) in the CLI (see ``cli_index_workers``).
-    index_workers: int | None = Field(default=None, ge=1, le=64)
+    max_file_bytes: int = Field(default=defaults.MAX_FILE_BYTES, ge=1)
+    allow_secrets: bool = defaults.ALLOW_SECRETS
+    chunk_max_tokens: int = Field(default=defaults.CHUNK_MAX_TOKENS, ge=32)
+    # Tiny neighbouring definitions merge up to this many tokens (0: every definition is its
+    # own chunk, which embeds better; figures in the README).
+    chunk_min_tokens: int = Field(default=defaults.CHUNK_MIN_TOKENS, ge=0)
+    index_batch_files: int = Field(default=defaults.INDEX_BATCH_FILES, ge=1)
+    # Processes chunking a change set of 1,000 or more files (1: a thread of this process).
+    # Workers are spawned with a blank __main__, so they never import the caller's main
+    # module: a library process gets the CLI's default too.
+    index_workers: int = Field(default_factory=defaults.index_workers, ge=1, le=64)
 
     # Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py, README).
-    fusion_method: FusionMethod = "linear"
-    fusion_normalisation: Literal["none", "minmax"] = "minmax"
-    fusion_semantic_weight: float = Field(default=1.0, ge=0.0)
-    fusion_lexical_weight: float = Field(default=0.5, ge=0.0)
-    fusion_rrf_k: int = Field(default=60, ge=1)
+    fusion_method: FusionMethod = defaults.FUSION_METHOD
+    fusion_normalisation: FusionNormalisation = defaults.FUSION_NORMALISATION
+    fusion_semantic_weight: float = Field(default=defaults.FUSION_SEMANTIC_WEIGHT, ge=0.0)
+    fusion_lexical_weight: float = Field(default=defaults.FUSION_LEXICAL_WEIGHT, ge=0.0)
+    fusion_rrf_k: int = Field(default=defaults.FUSION_RRF_K, ge=1)
 
     # The MCP server. A bearer token that HTTP/SSE clients must send (required to bind to a
     # non-loopback address), and the directories index_repository may index (None: any;
     # required off loopback), separated by os.pathsep like PATH.
     auth_token: SecretStr | None = None
     allowed_roots: Annotated[list[str] | None, NoDecode] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        # Settings(embedding_model=...), the field's old name. Not an alias: pydantic-settings
+        # would then also read an unprefixed EMBEDDING_MODEL from the environment. A keyword
+        # beats the environment, as any keyword does; the new name beats the old.
+        if isinstance(data, dict) and "embedding_model" in data:
+            data = dict(data)
+            old = data.pop("embedding_model")
+            if "openai_embedding_model" not in data:
+                for env in ("CODEBASE_MCP_OPENAI_EMBEDDING_MODEL", "CODEBASE_MCP_EMBEDDING_MODEL"):
+                    data.pop(env, None)
+                data["openai_embedding_model"] = old
+        return data
 
     @field_validator("auth_token")
     @classmethod
@@ -131,6 +159,5 @@ class Settings(BaseSettings):
         return [os.path.expanduser(r) for r in value] if value else None
 
 
-def cli_index_workers() -> int:
-    """Chunking processes for our own entry points, whose main modules are import-safe."""
-    return min(os.cpu_count() or 1, 8)
+# The older name of the ``index_workers`` default (the benches call it).
+cli_index_workers = defaults.index_workers

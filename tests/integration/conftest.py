@@ -3,9 +3,14 @@ a fresh project, with data written under the test's tmp_path."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
 import pytest
 
 from adapters.local import local_extra_installed
+from adapters.postgres import PgDatabase
+from tests.conftest import drop_projects, new_project_id
 
 
 @pytest.fixture(autouse=True)
@@ -16,3 +21,20 @@ def _postgres_defaults(pg_env: str) -> str:
 # The local model's tests need the ``local`` extra (scripts/test.sh installs it, so CI runs
 # them); without it they are not collected rather than counted as skipped.
 collect_ignore = [] if local_extra_installed() else ["test_local_embedder.py"]
+
+
+# --- the Postgres tests (test_postgres_*.py) ------------------------------------------------
+
+
+@pytest.fixture
+async def db(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
+    database = PgDatabase(pg_url, data_dir=tmp_path)
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def project(pg_url: str) -> Iterator[str]:
+    pid = new_project_id()
+    yield pid
+    drop_projects(pg_url, [pid])

@@ -123,11 +123,12 @@ def test_console_script_end_to_end(repo: Path) -> None:
 def test_cli_chunks_in_worker_processes_unless_told_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from codebase_core import defaults
     from entrypoints.cli.main import _settings
-    from entrypoints.settings import Settings, cli_index_workers
+    from entrypoints.settings import Settings
 
     monkeypatch.delenv("CODEBASE_MCP_INDEX_WORKERS", raising=False)
-    assert Settings().index_workers is None  # a library process: one thread unless asked
-    assert _settings().index_workers == cli_index_workers() >= 1
+    assert Settings().index_workers == defaults.index_workers() >= 1  # a library process too
+    assert _settings().index_workers == defaults.index_workers()
     monkeypatch.setenv("CODEBASE_MCP_INDEX_WORKERS", "1")
     assert _settings().index_workers == 1

@@ -15,7 +15,7 @@ from codebase_core.errors import EmbedderUnavailable
 from entrypoints import container as container_module
 from entrypoints.cli.main import main
 from entrypoints.container import choose_embedder
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 from tests.embedding_servers import embedding_server, unused_port
 
@@ -72,6 +72,47 @@ async def test_an_explicit_choice_fails_loudly(client: httpx.AsyncClient) -> Non
         await choose_embedder(
             config(embedder="openai", openai_base_url=f"{url}/v1", embedding_retries=0), client
         )
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "openai_embedding_model=",
+        "embedding_model=",
+        "CODEBASE_MCP_OPENAI_EMBEDDING_MODEL",
+        "CODEBASE_MCP_EMBEDDING_MODEL",
+    ],
+)
+async def test_the_openai_model_by_its_name_or_its_old_name(
+    given: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("CODEBASE_MCP_OPENAI_EMBEDDING_MODEL", "CODEBASE_MCP_EMBEDDING_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    values: dict[str, Any] = {"embedder": "openai"}
+    if given.endswith("="):
+        values[given.removesuffix("=")] = "code-embedder"
+    else:
+        monkeypatch.setenv(given, "code-embedder")
+    with embedding_server(models={"code-embedder"}) as server:
+        choice = await choose_embedder(config(openai_base_url=server.openai_url, **values), client)
+    assert choice.embedder is not None and choice.embedder.model == "openai/code-embedder"
+
+
+def test_the_old_model_name_gives_way_as_any_setting_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("CODEBASE_MCP_OPENAI_EMBEDDING_MODEL", "CODEBASE_MCP_EMBEDDING_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("EMBEDDING_MODEL", "stray")  # unprefixed: someone else's variable
+    assert Settings().openai_embedding_model == "text-embedding-3-small"
+    monkeypatch.setenv("CODEBASE_MCP_EMBEDDING_MODEL", "old-env")
+    assert Settings().openai_embedding_model == "old-env"
+    monkeypatch.setenv("CODEBASE_MCP_OPENAI_EMBEDDING_MODEL", "new-env")
+    assert Settings().openai_embedding_model == "new-env"
+    # A keyword beats the environment, whichever name it uses; the new name beats the old.
+    assert Settings(embedding_model="kw").openai_embedding_model == "kw"
+    both = Settings(embedding_model="old", openai_embedding_model="new")
+    assert both.openai_embedding_model == "new"
 
 
 def test_doctor_reports_store_and_embedder(

@@ -8,7 +8,7 @@ import pytest
 
 from codebase_core.errors import RepositoryNotFound, ValidationFailed
 from codebase_core.models import SearchMode, TaskStatus
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 from tests.factories import write_sample_repo
 

@@ -16,7 +16,7 @@ import pytest
 from adapters.local import LocalEmbedder
 from codebase_core.models import SearchMode
 from entrypoints.container import choose_embedder
-from entrypoints.library import open_codebase
+from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 from tests.embedding_servers import unused_port
 

@@ -357,7 +357,7 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
 async def test_unexpected_failures_are_masked(
     client: Client[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from entrypoints.library import Workspaces
+    from entrypoints.facade import Workspaces
 
     async def broken(self: Workspaces) -> None:
         raise RuntimeError("secret internal detail at /etc/shadow")

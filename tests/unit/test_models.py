@@ -1,12 +1,17 @@
-"""Search filters arrive from people and LLM clients in many spellings: one meaning each."""
+"""Search filters arrive from people and LLM clients in many spellings: one meaning each.
+Context lines are the lines around a chunk. A task's fields follow the rules of its model."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codebase_core.models import SearchFilters, context_lines, split_lines
+from codebase_core.errors import InvalidStatus, ValidationFailed
+from codebase_core.models import SearchFilters, Task, TaskStatus, context_lines, split_lines
 
 
 @pytest.mark.parametrize(
@@ -76,3 +81,38 @@ def test_context_lines_of_a_text_that_no_longer_holds_the_chunk(
     start = data.draw(st.integers(1, 40))
     end = data.draw(st.integers(start, 45))
     assert context_lines(text, other, start, end, 3) == _sliced(text, start, end, 3)
+
+
+_NOW = datetime(2026, 1, 1, tzinfo=UTC)
+_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"title": " "}, "title=' ': must be a non-empty string of 1-200 characters"),
+        ({"title": None}, "title=None: must be a non-empty string of 1-200 characters"),
+        ({"title": "x" * 201}, "title='xxxxx"),
+        ({"description": 3}, "description=3: must be a string"),
+        ({"notes": "n" * 5001}, "must be at most 5000 characters, got 5001"),
+        ({"branches": ["feat/a", "has space"]}, "branch='has space': must be a git branch"),
+        ({"commits": [_SHA.upper()]}, "commit='0123456789ABCDEF"),
+        ({"planning_references": ["r"] * 11}, "planning_references=['r', "),
+        ({"planning_references": [""]}, "planning_references='': each item must be 1-500"),
+    ],
+)
+def test_a_task_breaking_a_rule_raises_the_coded_error(
+    fields: dict[str, Any], message: str
+) -> None:
+    # Not pydantic's ValidationError: the model's validators are where the task rules live,
+    # and what they raise is what a client sees.
+    with pytest.raises(ValidationFailed) as err:
+        Task(**{"id": "t", "title": "t", "created_at": _NOW, "updated_at": _NOW, **fields})
+    assert message in str(err.value) and str(err.value).startswith("VALIDATION_ERROR: ")
+
+
+def test_a_task_status_is_parsed_by_its_one_rule() -> None:
+    task = Task(id="t", title="t", status="pending", created_at=_NOW, updated_at=_NOW)
+    assert task.status is TaskStatus.NEED_TO_BE_DONE
+    with pytest.raises(InvalidStatus, match="Invalid status: done"):
+        Task(id="t", title="t", status="done", created_at=_NOW, updated_at=_NOW)

@@ -81,6 +81,28 @@ async def test_update_errors(service: TaskService) -> None:
     assert await service.get(task.id) == task  # nothing half-applied
 
 
+async def test_error_messages_name_field_value_and_rule(service: TaskService) -> None:
+    task = await service.create("t")
+    with pytest.raises(ValidationFailed) as err:
+        await service.update(task.id, branch="has space")
+    assert str(err.value) == (
+        "VALIDATION_ERROR: branch='has space': must be a git branch name: 1-255 chars, no spaces"
+    )
+    with pytest.raises(ValidationFailed) as err:
+        await service.create("ok", description="d" * 2001)
+    assert str(err.value).endswith(": must be at most 2000 characters, got 2001")
+
+
+async def test_a_broken_field_rule_is_reported_before_an_unknown_status(
+    service: TaskService,
+) -> None:
+    task = await service.create("t")
+    for fields in ({"title": ""}, {"branch": "has space"}, {"commit": "abc"}):
+        with pytest.raises(ValidationFailed):
+            await service.update(task.id, status="invalid-status", **fields)
+    assert await service.get(task.id) == task
+
+
 async def test_list_validates_and_aliases(service: TaskService) -> None:
     for i in range(3):
         await service.create(f"t{i}")

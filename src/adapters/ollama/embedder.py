@@ -8,14 +8,13 @@ from typing import Any
 import httpx
 
 from adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder, redact_url
+from codebase_core import defaults
 
 log = logging.getLogger("codebase_mcp.embedder")
 
-DEFAULT_BASE_URL = "http://localhost:11434"
-DEFAULT_MODEL = "nomic-embed-text"
-# nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
-# code. Ollama also truncates itself ("truncate": true).
-DEFAULT_MAX_INPUT_CHARS = 6_000
+DEFAULT_BASE_URL = defaults.OLLAMA_BASE_URL
+DEFAULT_MODEL = defaults.OLLAMA_MODEL
+DEFAULT_MAX_INPUT_CHARS = defaults.OLLAMA_MAX_INPUT_CHARS
 
 # Task prefixes the models' cards ask for: (document, query).
 _PREFIXES: dict[str, tuple[str, str]] = {
@@ -45,8 +44,13 @@ class OllamaEmbedder(RemoteEmbedder):
         model: str = DEFAULT_MODEL,
         options: HttpEmbeddingOptions | None = None,
     ) -> None:
-        options = options or HttpEmbeddingOptions(max_input_chars=DEFAULT_MAX_INPUT_CHARS)
-        super().__init__(client, base_url, tagged(model), options)
+        super().__init__(
+            client,
+            base_url,
+            tagged(model),
+            options or HttpEmbeddingOptions(),
+            default_max_input_chars=DEFAULT_MAX_INPUT_CHARS,
+        )
         self._pull_name = model
         self._document_prefix, self._query_prefix = _PREFIXES.get(_family(model), ("", ""))
         self._legacy = False

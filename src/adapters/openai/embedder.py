@@ -8,12 +8,11 @@ from typing import Any
 import httpx
 
 from adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder
+from codebase_core import defaults
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_MODEL = "text-embedding-3-small"
-# OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that. Servers of
-# smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
-DEFAULT_MAX_INPUT_CHARS = 24_000
+DEFAULT_BASE_URL = defaults.OPENAI_BASE_URL
+DEFAULT_MODEL = defaults.OPENAI_MODEL
+DEFAULT_MAX_INPUT_CHARS = defaults.OPENAI_MAX_INPUT_CHARS
 
 
 class OpenAICompatibleEmbedder(RemoteEmbedder):
@@ -27,8 +26,14 @@ class OpenAICompatibleEmbedder(RemoteEmbedder):
         api_key: str | None = None,
         options: HttpEmbeddingOptions | None = None,
     ) -> None:
-        options = options or HttpEmbeddingOptions(max_input_chars=DEFAULT_MAX_INPUT_CHARS)
-        super().__init__(client, base_url, model, options, secret=api_key)
+        super().__init__(
+            client,
+            base_url,
+            model,
+            options or HttpEmbeddingOptions(),
+            default_max_input_chars=DEFAULT_MAX_INPUT_CHARS,
+            secret=api_key,
+        )
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def __repr__(self) -> str:
@@ -41,8 +46,8 @@ class OpenAICompatibleEmbedder(RemoteEmbedder):
     def _fix(self) -> str:
         return (
             "check CODEBASE_MCP_OPENAI_BASE_URL (the API root, e.g. http://localhost:8000/v1), "
-            "CODEBASE_MCP_EMBEDDING_MODEL and CODEBASE_MCP_OPENAI_API_KEY, and that the server "
-            "is running and serves that model"
+            "CODEBASE_MCP_OPENAI_EMBEDDING_MODEL and CODEBASE_MCP_OPENAI_API_KEY, and that the "
+            "server is running and serves that model"
         )
 
     async def _embed_batch(self, texts: list[str], *, query: bool) -> Any:

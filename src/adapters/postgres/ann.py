@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codebase_core import defaults
+
 
 @dataclass(frozen=True, slots=True)
 class AnnConfig:
@@ -23,17 +25,19 @@ class AnnConfig:
     ``limit`` of them after filtering, scanned exactly; else walked by HNSW with
     ``hnsw.ef_search`` widened to the least selective need. Any ANN search that returns fewer
     than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
+
+    Defaults: ``codebase_core.defaults`` (``ANN_*``).
     """
 
-    m: int = 10
-    ef_construction: int = 40
-    ef_search_min: int = 64
-    ef_search_max: int = 400
-    exact_segment_rows: int = 2_000
-    min_rows: int = 10_000
-    segment_rows: int = 16_384
-    tail_rows: int = 2_000
-    max_segments: int = 8
-    exact_rows: int = 8_000
-    build_memory_mb: int = 512
-    final_build_workers: int = 1
+    m: int = defaults.ANN_M
+    ef_construction: int = defaults.ANN_EF_CONSTRUCTION
+    ef_search_min: int = defaults.ANN_EF_SEARCH_MIN
+    ef_search_max: int = defaults.ANN_EF_SEARCH_MAX
+    exact_segment_rows: int = defaults.ANN_EXACT_SEGMENT_ROWS
+    min_rows: int = defaults.ANN_MIN_ROWS
+    segment_rows: int = defaults.ANN_SEGMENT_ROWS
+    tail_rows: int = defaults.ANN_TAIL_ROWS
+    max_segments: int = defaults.ANN_MAX_SEGMENTS
+    exact_rows: int = defaults.ANN_EXACT_ROWS
+    build_memory_mb: int = defaults.ANN_BUILD_MEMORY_MB
+    final_build_workers: int = defaults.ANN_FINAL_BUILD_WORKERS

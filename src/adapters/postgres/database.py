@@ -24,6 +24,7 @@ from adapters.postgres.schema import (
     quote_ident,
     schema_name,
 )
+from codebase_core import defaults
 from codebase_core.errors import CoreError, StoreUnavailable
 
 # pg_advisory_xact_lock key guarding CREATE EXTENSION / schema creation / migrations.
@@ -60,9 +61,9 @@ class PgDatabase:
         url: str | None,
         *,
         data_dir: Path,
-        pool_size: int = 8,
-        connect_timeout_s: float = 10.0,
-        statement_timeout_s: float = 120.0,
+        pool_size: int = defaults.POOL_SIZE,
+        connect_timeout_s: float = defaults.CONNECT_TIMEOUT_S,
+        statement_timeout_s: float = defaults.STATEMENT_TIMEOUT_S,
     ) -> None:
         self._url = url
         self._data_dir = data_dir

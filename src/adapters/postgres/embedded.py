@@ -34,9 +34,8 @@ def shared_buffers_mb() -> int:
     """The embedded server's buffer pool: 1/16 of the machine's memory, 128 MiB to 1 GiB.
 
     PostgreSQL's default of 128 MiB holds neither the HNSW indexes nor the postings of a
-    100k-chunk project (about 200 MB each): searches then read some 1,500 pages a query from
-    the operating system's cache (semantic p50 15 -> 12.5 ms, hybrid p95 62 -> 46 ms at
-    512 MiB, ad hoc). The memory is only taken as pages are used."""
+    100k-chunk project: searches then read many pages a query back from the operating
+    system's cache (README, Storage). The memory is only taken as pages are used."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

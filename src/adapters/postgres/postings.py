@@ -4,8 +4,8 @@ whose chunks differ in language, so a block's chunks pass or fail every search f
 
 A file's chunks are written (and deleted) together, so a block never changes: it is copied in
 with its file and deleted with it, keyed by (term, first chunk). Against one row per (term,
-chunk), a load inserts 2.4 to 3.2 times fewer index entries (maintaining the postings index
-was most of the database's work in a large first index) for the same BM25.
+chunk), a load inserts several times fewer index entries, one per (term, file) (maintaining
+the postings index was most of the database's work in a large first index), for the same BM25.
 """
 
 from __future__ import annotations

@@ -163,8 +163,8 @@ UPDATE {s}.repositories r SET
     ),
     (
         3,
-        # list_tasks filtered by status reads its page in order from an index (a third of
-        # 10,000 tasks sorted per call took 5 ms).
+        # list_tasks filtered by status reads its page in order from an index, instead of
+        # sorting every task of that status per call.
         """
 CREATE INDEX tasks_status_newest ON {s}.tasks (status, created_at DESC, id DESC);
 """,
@@ -192,8 +192,8 @@ ALTER TABLE {s}.corpus_stats ADD COLUMN generation bigint NOT NULL DEFAULT 0;
         6,
         # No query filters, joins or sorts on these columns: ANALYZE (run after every large
         # load) no longer computes their statistics, the terms arrays and the contents above
-        # all. It took half the time (113k chunks: 0.56 -> 0.28 s). (embedding keeps its
-        # statistics: its null fraction sizes "embedding IS NOT NULL".)
+        # all, which were most of its work. (embedding keeps its statistics: its null
+        # fraction sizes "embedding IS NOT NULL".)
         """
 ALTER TABLE {s}.chunks
     ALTER COLUMN id SET STATISTICS 0,

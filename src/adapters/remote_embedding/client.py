@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from codebase_core import defaults
 from codebase_core.errors import EmbedderUnavailable, ValidationFailed
 from codebase_core.models import Embeddings
 
@@ -25,22 +26,25 @@ _MAX_RETRY_AFTER_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class HttpEmbeddingOptions:
-    """How an HTTP embedder talks to its server (see the README's configuration table)."""
+    """How an HTTP embedder talks to its server (see the README's configuration table);
+    defaults from ``codebase_core.defaults``."""
 
-    batch_size: int = 32
-    max_in_flight: int = 2
-    timeout_s: float = 120.0
+    batch_size: int = defaults.EMBEDDING_BATCH_SIZE
+    max_in_flight: int = defaults.EMBEDDING_CONCURRENCY
+    timeout_s: float = defaults.EMBEDDING_TIMEOUT_S
     # Attempts after the first, for connection errors, timeouts, 429 and 5xx only.
-    retries: int = 4
-    backoff_s: float = 0.5
-    backoff_max_s: float = 8.0
-    # Longer texts are cut to this many characters (and counted) before they are sent.
-    max_input_chars: int = 8000
+    retries: int = defaults.EMBEDDING_RETRIES
+    backoff_s: float = defaults.EMBEDDING_BACKOFF_S
+    backoff_max_s: float = defaults.EMBEDDING_BACKOFF_MAX_S
+    # Longer texts are cut to this many characters (and counted) before they are sent. None:
+    # what the embedder's server kind takes (``OLLAMA_MAX_INPUT_CHARS``, ...).
+    max_input_chars: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("batch_size", "max_in_flight", "max_input_chars"):
-            if getattr(self, field) < 1:
-                raise ValidationFailed(field, getattr(self, field), "must be at least 1")
+            value = getattr(self, field)
+            if value is not None and value < 1:
+                raise ValidationFailed(field, value, "must be at least 1")
         if self.retries < 0:
             raise ValidationFailed("retries", self.retries, "must be 0 or more")
         if not self.timeout_s > 0:
@@ -86,6 +90,7 @@ class RemoteEmbedder(ABC):
         model_name: str,
         options: HttpEmbeddingOptions,
         *,
+        default_max_input_chars: int,
         secret: str | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -96,6 +101,7 @@ class RemoteEmbedder(ABC):
         self.base_url = base_url.rstrip("/")
         self.model_name = model_name
         self.options = options
+        self.max_input_chars = options.max_input_chars or default_max_input_chars
         self._secret = secret or None
         self._dimension: int | None = None
         self._in_flight = asyncio.Semaphore(options.max_in_flight)
@@ -139,7 +145,7 @@ class RemoteEmbedder(ABC):
                 "%d of %d texts exceed %d characters: %s embeds their beginning",
                 truncated,
                 len(texts),
-                self.options.max_input_chars,
+                self.max_input_chars,
                 self.model,
             )
         size = self.options.batch_size
@@ -160,7 +166,7 @@ class RemoteEmbedder(ABC):
     # --- shared machinery --------------------------------------------------------------
 
     def _truncate(self, texts: Sequence[str]) -> tuple[list[str], int]:
-        limit = self.options.max_input_chars
+        limit = self.max_input_chars
         # Some servers refuse an empty input; a blank embeds as "nothing" just the same.
         out = [t[:limit] if t.strip() else " " for t in texts]
         return out, sum(1 for t in texts if len(t) > limit)

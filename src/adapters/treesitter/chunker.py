@@ -1,8 +1,9 @@
 """TreeSitterChunker: cuts source files into definition-sized chunks with tree-sitter.
 
 Lines are ``codebase_core.models.split_lines(text)``: ``\\n``, ``\\r\\n`` and ``\\r`` end a
-line (a form feed or U+2028 does not, so numbers match editors); a trailing break adds no line. A chunk's ``content`` is its lines joined by ``"\\n"``; the
-parser reads the text rebuilt that way so that its rows are exactly these lines.
+line (a form feed or U+2028 does not, so numbers match editors); a trailing break adds no
+line. A chunk's ``content`` is its lines joined by ``"\\n"``; the parser reads the text rebuilt
+that way so that its rows are exactly these lines.
 
 Kinds:
 
@@ -30,42 +31,31 @@ kind of its first definition and the symbols of all, joined by ``", "``. Namespa
 preprocessor blocks and ERROR nodes are looked through, so unparseable text still ends up in
 ``module`` chunks that cover every non-blank line. The one chunk that may exceed
 ``max_tokens`` is a single line that alone is over it.
+
+This module parses; the rest of the package does the laying out: ``_layout`` (a syntax tree
+as pieces), ``_text`` (files without a grammar), ``_lines`` (token budget, packing, merging)
+and ``_grammar`` (what each language's node types mean). The defaults of the budget are
+``codebase_core.defaults.CHUNK_*``, as the product runs.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from typing import cast
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
-from adapters.treesitter._grammar import (
-    BODY_TYPES,
-    CLASS,
-    GRAMMARS,
-    PREFIX_MARKS,
-    PREFIX_TYPES,
-    TRANSPARENT,
-    Grammar,
-    classify,
-    receiver_type,
-    rows,
-)
+from adapters.treesitter._grammar import GRAMMARS, PREFIX_MARKS, PREFIX_TYPES, rows
+from adapters.treesitter._layout import AstLayout
 from adapters.treesitter._lines import LineBudget, Piece
+from adapters.treesitter._text import text_pieces
+from codebase_core import defaults
 from codebase_core.models import ChunkDraft, split_lines
 from codebase_core.ports import TokenCounter
 
 AST_LANGUAGES = frozenset(GRAMMARS)
-
-# Nesting deeper than this (classes in classes, namespaces in namespaces, statements in
-# statements when looking for split points) is handled as plain lines, keeping recursion bounded.
-_MAX_DEPTH = 24
-
-_MD_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_MD_FENCE = re.compile(r" {0,3}(?:```|~~~)")
 
 # tree-sitter-bash's scanner (every release so far) tests the character after "{", "." or a digit
 # with isdigit() when looking for a brace range ({1..5}); one above U+00FF indexes past glibc's
@@ -74,26 +64,16 @@ _MD_FENCE = re.compile(r" {0,3}(?:```|~~~)")
 _BASH_ISDIGIT_UNSAFE = re.compile(rb"(?<=[{.0-9])[\xc4-\xf4][\x80-\xbf]*")
 
 
-@dataclass(slots=True)
-class _Unit:
-    start: int
-    end: int
-    category: str
-    kind: str
-    symbol: str | None
-    node: Node
-
-
 class TreeSitterChunker:
     """tree-sitter (tree-sitter-language-pack) chunking of source files; owns cached parsers."""
 
     def __init__(
         self,
         token_counter: TokenCounter,
-        max_tokens: int = 512,
-        min_tokens: int = 48,
-        overlap_lines: int = 3,
-        window_lines: int = 60,
+        max_tokens: int = defaults.CHUNK_MAX_TOKENS,
+        min_tokens: int = defaults.CHUNK_MIN_TOKENS,
+        overlap_lines: int = defaults.CHUNK_OVERLAP_LINES,
+        window_lines: int = defaults.CHUNK_WINDOW_LINES,
     ) -> None:
         if max_tokens < 1 or min_tokens < 0 or overlap_lines < 0 or window_lines < 1:
             raise ValueError("max_tokens, window_lines >= 1 and min_tokens, overlap_lines >= 0")
@@ -129,7 +109,7 @@ class TreeSitterChunker:
             source = "\n".join(lines) if "\r" in text else text.removesuffix("\n")
             pieces = self._ast_pieces(language, source, budget)
         if pieces is None:
-            pieces = _text_pieces(budget, language)
+            pieces = text_pieces(budget, language)
         return _drafts(budget, pieces)
 
     def _ast_pieces(self, language: str, source: str, budget: LineBudget) -> list[Piece] | None:
@@ -153,7 +133,7 @@ class TreeSitterChunker:
             prefix_rows: frozenset[int] = frozenset()
         else:
             prefix_rows = _prefix_rows(prefix_query, root, budget.lines)
-        return _AstLayout(budget, GRAMMARS[language], prefix_rows).run(root)
+        return AstLayout(budget, GRAMMARS[language], prefix_rows).run(root)
 
     def _load(self, language: str) -> tuple[Language, Query | None] | None:
         """The grammar and its comment/attribute query, loaded once per language."""
@@ -183,216 +163,6 @@ def _prefix_rows(query: Query | None, root: Node, lines: list[str]) -> frozenset
             continue
         found.update(range(first, min(last, len(lines) - 1) + 1))
     return frozenset(found)
-
-
-class _AstLayout:
-    """One file's syntax tree laid out as pieces: definitions, their parts, and the gaps."""
-
-    def __init__(self, budget: LineBudget, grammar: Grammar, prefix_rows: frozenset[int]) -> None:
-        self._budget = budget
-        self._grammar = grammar
-        self._prefix_rows = prefix_rows
-
-    def run(self, root: Node) -> list[Piece]:
-        units, others = self._collect(root.named_children, None, in_class=False, depth=0)
-        last = len(self._budget.lines) - 1
-        return self._layout(0, last, units, others, "module", None, depth=0)
-
-    def _collect(
-        self, items: list[Node], qualifier: str | None, *, in_class: bool, depth: int
-    ) -> tuple[list[_Unit], list[Node]]:
-        """Definitions among ``items`` (looking through transparent ones) and the other nodes."""
-        units: list[_Unit] = []
-        others: list[Node] = []
-        for item in items:
-            found = classify(item, self._grammar)
-            if found is None:
-                others.append(item)
-                continue
-            category, node, name = found
-            if category == TRANSPARENT:
-                if depth < _MAX_DEPTH:
-                    inner_units, inner_others = self._collect(
-                        _members(node), qualifier, in_class=in_class, depth=depth + 1
-                    )
-                    units.extend(inner_units)
-                    others.extend(inner_others)
-                else:
-                    others.append(item)
-                continue
-            owner = qualifier
-            if category == CLASS:
-                kind = "class"
-            elif node.type in self._grammar.receiver_methods:
-                kind = "method"
-                owner = receiver_type(node) or qualifier
-            else:
-                kind = "method" if in_class else "function"
-            symbol = f"{owner}.{name}" if owner and name else (name or owner)
-            first, last = rows(item)
-            units.append(_Unit(first, last, category, kind, symbol, node))
-        return units, others
-
-    def _layout(
-        self,
-        start: int,
-        end: int,
-        units: list[_Unit],
-        others: list[Node],
-        gap_kind: str,
-        gap_symbol: str | None,
-        depth: int,
-    ) -> list[Piece]:
-        """Pieces covering ``start..end``: each definition's, and the gaps' between them."""
-        placed: list[_Unit] = []
-        floor = start
-        for unit in sorted(units, key=lambda u: u.start):
-            span = self._budget.trim(max(unit.start, start), min(unit.end, end))
-            if span is None:
-                continue
-            first, last = span
-            first = self._extend_up(first, floor)
-            if placed and first <= placed[-1].end:
-                previous = placed[-1]
-                if first <= previous.start:
-                    previous.end = max(previous.end, last)
-                    continue
-                previous.end = self._budget.prev_nonblank(first - 1)
-            unit.start, unit.end = first, last
-            placed.append(unit)
-            floor = last + 1
-        out: list[Piece] = []
-        cursor = start
-        for unit in placed:
-            self._gap(cursor, unit.start - 1, others, gap_kind, gap_symbol, out)
-            pieces, whole = self._unit(unit, depth)
-            if not whole:
-                for piece in pieces:
-                    piece.mergeable = False
-            out.extend(pieces)
-            cursor = unit.end + 1
-        self._gap(cursor, end, others, gap_kind, gap_symbol, out)
-        return self._budget.merge_small(out)
-
-    def _unit(self, unit: _Unit, depth: int) -> tuple[list[Piece], bool]:
-        """A definition's pieces, and whether they are the whole definition in one piece."""
-        budget = self._budget
-        if budget.fits(unit.start, unit.end):
-            return [Piece(unit.start, unit.end, unit.kind, unit.symbol)], True
-        if unit.category == CLASS and depth < _MAX_DEPTH:
-            members, others = self._collect(
-                _members(unit.node), unit.symbol, in_class=True, depth=depth + 1
-            )
-            if members:
-                pieces = self._layout(
-                    unit.start, unit.end, members, others, "header", unit.symbol, depth + 1
-                )
-                return pieces, False
-        cuts = self._cuts([unit.node], unit.start, unit.end)
-        parts = budget.pack(unit.start, unit.end, cuts)
-        return [
-            Piece(s, e, unit.kind if i == 0 else "block", unit.symbol, mergeable=False)
-            for i, (s, e) in enumerate(parts)
-        ], False
-
-    def _gap(
-        self,
-        start: int,
-        end: int,
-        others: list[Node],
-        kind: str,
-        symbol: str | None,
-        out: list[Piece],
-    ) -> None:
-        budget = self._budget
-        span = budget.trim(start, end)
-        if span is None:
-            return
-        first, last = span
-        if out and budget.is_trivial(first, last) and budget.fits(out[-1].start, last):
-            out[-1].end = last
-            return
-        if budget.fits(first, last):
-            out.append(Piece(first, last, kind, symbol))
-            return
-        parts = budget.pack(first, last, self._cuts(others, first, last))
-        out.extend(Piece(s, e, kind, symbol, mergeable=False) for s, e in parts)
-
-    def _cuts(self, nodes: list[Node], start: int, end: int) -> list[int]:
-        """Rows inside ``start..end`` where a statement (with its comments) begins.
-
-        Statements are children of ``nodes``; children of a statement too large for the
-        budget are added too, so that one huge statement can still be cut inside.
-        """
-        budget = self._budget
-        density = budget.density(start, end)
-        found: set[int] = set()
-        stack = [(node, 0) for node in nodes]
-        while stack:
-            node, depth = stack.pop()
-            for child in node.named_children:
-                first, last = rows(child)
-                if last < start or first > end:
-                    continue
-                if first > start:
-                    found.add(self._extend_up(first, start + 1))
-                if (
-                    last > first
-                    and depth < _MAX_DEPTH
-                    and budget.estimate(max(first, start), min(last, end), density)
-                    > budget.max_tokens
-                ):
-                    stack.append((child, depth + 1))
-        return sorted(found)
-
-    def _extend_up(self, row: int, floor: int) -> int:
-        """``row`` moved up over the comment and attribute rows right above it."""
-        while row - 1 >= floor and row - 1 in self._prefix_rows:
-            row -= 1
-        return row
-
-
-def _members(node: Node) -> list[Node]:
-    """A container's items: its children, with its body (member list) replaced by its members."""
-    body = node.child_by_field_name("body")
-    body_id = body.id if body is not None else None
-    items: list[Node] = []
-    stack = list(reversed(node.named_children))
-    while stack:
-        child = stack.pop()
-        if child.id == body_id or child.type in BODY_TYPES:
-            stack.extend(reversed(child.named_children))
-        else:
-            items.append(child)
-    return items
-
-
-def _text_pieces(budget: LineBudget, language: str | None) -> list[Piece]:
-    """Line windows; Markdown is first cut at headings (outside fenced code)."""
-    last = len(budget.lines) - 1
-    sections = _markdown_sections(budget.lines) if language == "markdown" else [(0, last, None)]
-    pieces: list[Piece] = []
-    for start, end, title in sections:
-        parts = budget.pack(start, end, (), max_lines=budget.window_lines)
-        whole = len(parts) == 1
-        pieces.extend(Piece(s, e, "text", title, mergeable=whole) for s, e in parts)
-    return budget.merge_small(pieces)
-
-
-def _markdown_sections(lines: list[str]) -> list[tuple[int, int, str | None]]:
-    starts: list[tuple[int, str | None]] = [(0, None)]
-    fenced = False
-    for row, line in enumerate(lines):
-        if _MD_FENCE.match(line):
-            fenced = not fenced
-        elif not fenced and _MD_HEADING.match(line):
-            title = line.strip().lstrip("#").strip()[:200] or None
-            if row == 0:
-                starts[0] = (0, title)
-            else:
-                starts.append((row, title))
-    ends = [row - 1 for row, _ in starts[1:]] + [len(lines) - 1]
-    return [(row, end, title) for (row, title), end in zip(starts, ends, strict=True)]
 
 
 def _drafts(budget: LineBudget, pieces: list[Piece]) -> list[ChunkDraft]:

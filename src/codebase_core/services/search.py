@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from codebase_core import lexical
-from codebase_core.errors import EmbedderUnavailable, ModelMismatch, RepositoryNotFound
+from codebase_core.errors import EmbedderUnavailable, RepositoryNotFound
 from codebase_core.fusion import FusionConfig, fuse
+from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import (
     CONTEXT_LINES,
     Chunk,
@@ -168,15 +169,15 @@ class SearchService:
         else:
             repos = await self._store.list_repositories()
         for repo in repos:
-            if repo.chunk_count and repo.embedding_model != embedder.model:
-                indexed = repo.embedding_model or "no embedder (lexical only)"
-                raise ModelMismatch(
-                    f"repository {repo.name!r} ({repo.id}) was indexed with {indexed}, but the "
-                    f"configured embedder is {embedder.model!r}: re-index it with "
-                    f"force_reindex (CLI: codebase-mcp index {repo.path} --force), or search "
-                    "with mode='lexical'",
+            if repo.chunk_count:
+                held = HeldVectors(
+                    model=repo.embedding_model,
+                    dimension=repo.embedding_dimension,
+                    repository=repo.name,
                     repository_id=repo.id,
+                    path=repo.path,
                 )
+                check_one_model(held, embedder.model, embedder.dimension)
 
     @staticmethod
     def _collapse(

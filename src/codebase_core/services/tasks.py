@@ -1,4 +1,8 @@
-"""TaskService: create, read, update and list development tasks with validated fields."""
+"""TaskService: create, read, update and list development tasks.
+
+Field rules live in the ``Task`` model's validators (``codebase_core.models.tasks``): the
+service builds and updates tasks through the model, which raises the coded errors.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from codebase_core.errors import InvalidLimit, ValidationFailed
-from codebase_core.models import (
-    MAX_DESCRIPTION,
-    MAX_NOTES,
-    Task,
-    TaskPage,
-    TaskStatus,
-    check_branch,
-    check_commit,
-    check_references,
-    check_text,
-    check_title,
-    utcnow,
-)
+from codebase_core.models import Task, TaskPage, TaskStatus, utcnow
 from codebase_core.ports import TaskRepo
 
 MAX_LIST_LIMIT = 100
@@ -51,10 +43,10 @@ class TaskService:
         now = self._clock()
         task = Task(
             id=str(uuid.uuid4()),
-            title=check_title(title),
-            description=check_text("description", description, MAX_DESCRIPTION),
-            notes=check_text("notes", notes, MAX_NOTES),
-            planning_references=check_references(planning_references),
+            title=title,
+            description=description,
+            notes=notes,
+            planning_references=planning_references,
             created_at=now,
             updated_at=now,
         )
@@ -78,18 +70,20 @@ class TaskService:
     ) -> Task:
         """Apply a partial update; ``branch`` and ``commit`` are appended idempotently."""
         task = await self._repo.get(_check_id(task_id))
-        changes: dict[str, object] = {}
-        if title is not None:
-            changes["title"] = check_title(title)
-        if description is not None:
-            changes["description"] = check_text("description", description, MAX_DESCRIPTION)
-        if notes is not None:
-            changes["notes"] = check_text("notes", notes, MAX_NOTES)
-        if branch is not None and check_branch(branch) not in task.branches:
-            changes["branches"] = [*task.branches, branch]
-        if commit is not None and check_commit(commit) not in task.commits:
-            changes["commits"] = [*task.commits, commit]
+        edits: dict[str, object] = {
+            name: value
+            for name, value in (("title", title), ("description", description), ("notes", notes))
+            if value is not None
+        }
+        if branch is not None and branch not in task.branches:
+            edits["branches"] = [*task.branches, branch]
+        if commit is not None and commit not in task.commits:
+            edits["commits"] = [*task.commits, commit]
+        # The edited fields are checked before the status is parsed: a request breaking a
+        # field rule and giving an unknown status is told about the field.
+        edited = Task.model_validate({**task.model_dump(), **edits})
         now = self._now_after(task.updated_at)
+        changes: dict[str, object] = {"updated_at": now}
         if status is not None:
             new_status = TaskStatus.parse(status)
             changes["status"] = new_status
@@ -97,8 +91,7 @@ class TaskService:
                 changes["completed_at"] = now
             elif new_status is not TaskStatus.COMPLETE:
                 changes["completed_at"] = None
-        changes["updated_at"] = now
-        updated = Task.model_validate({**task.model_dump(), **changes})
+        updated = Task.model_validate({**edited.model_dump(), **changes})
         await self._repo.update(updated)
         return updated
 

@@ -26,9 +26,9 @@ from codebase_core.models import (
 )
 from codebase_core.services import ProgressCallback
 from entrypoints.doctor import diagnose
-from entrypoints.library import Codebase, open_codebase
+from entrypoints.facade import Codebase, open_codebase
 from entrypoints.presenters import index_payload, search_payload
-from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, cli_index_workers
+from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -219,16 +219,13 @@ def _print_search(result: SearchResult, out: Console) -> None:
 
 def _settings() -> Settings:
     try:
-        settings = Settings()
+        return Settings()
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         var = "CODEBASE_MCP_" + "_".join(str(p) for p in first["loc"]).upper()
         secret = var.endswith(("_TOKEN", "_KEY"))  # never echo a credential, even a bad one
         shown = "***" if secret else first.get("input")
         raise ValidationFailed(var, shown, first["msg"]) from None
-    if settings.index_workers is None:
-        settings.index_workers = cli_index_workers()
-    return settings
 
 
 def _print_doctor(report: dict[str, Any], out: Console) -> None:

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from codebase_core.errors import ValidationFailed
-from entrypoints.library import open_workspaces
+from entrypoints.facade import open_workspaces
 from entrypoints.mcp.errors import CodedErrors
 from entrypoints.mcp.state import AllowedRoots, ServerState
 from entrypoints.mcp.tools_code import register_code_tools

@@ -13,7 +13,7 @@ from fastmcp import Context
 
 from codebase_core.errors import CoreError, ValidationFailed
 from codebase_core.models import IndexResult
-from entrypoints.library import Workspaces
+from entrypoints.facade import Workspaces
 
 
 class AllowedRoots:

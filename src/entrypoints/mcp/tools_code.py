@@ -24,7 +24,7 @@ from codebase_core.models import (
     ProgressPhase,
 )
 from codebase_core.services import ProgressCallback
-from entrypoints.library import Codebase, resolve_repo_path
+from entrypoints.facade import Codebase, resolve_repo_path
 from entrypoints.mcp.errors import coded
 from entrypoints.mcp.formats import (
     DetailLevel,

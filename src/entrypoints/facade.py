@@ -1,4 +1,7 @@
-"""Library facade: embed codebase-mcp in another Python tool in a few lines.
+"""The application facade: the one way in to a project's index, search and task tracker.
+
+The CLI, the MCP server and a Python tool embedding the library all go through it, over the
+same container; each use case here is a short hop to the service that decides it.
 
 async with open_codebase() as cb:
     await cb.index("/path/to/repo")

@@ -1,0 +1,102 @@
+"""The one-model rule as the store applies it: the project's embedding model and vector
+dimension (kept in ``meta``), checked on saving a repository and on writing vectors, with the
+vector column retyped when the only holder switches models. The rule and its message are
+``codebase_core.model_rule``'s; this module only supplies what the project holds."""
+
+from __future__ import annotations
+
+from adapters.postgres.chunk_store.segments import drop_segments
+from adapters.postgres.chunk_store.session import ProjectSession
+from codebase_core.model_rule import HeldVectors, check_one_model
+from codebase_core.models import Repository
+
+
+class ModelGuard:
+    """The one-model rule of one project, with its vector dimension remembered."""
+
+    def __init__(self) -> None:
+        self._dimension: int | None = None
+
+    async def check_repository(self, db: ProjectSession, repo: Repository) -> None:
+        """One embedding model per project: switching is allowed only when no other
+        repository holds vectors of another model (and clears this repository's vectors).
+        Runs in the caller's transaction."""
+        model = repo.embedding_model
+        if model is None:
+            return
+        conn, s = db.conn, db.s
+        await conn.execute(f"LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
+        other = await conn.fetchrow(
+            f"""
+            SELECT r.id, r.name, r.path, r.embedding_model, r.embedding_dimension
+            FROM {s}.repositories r
+            WHERE r.id <> $1 AND r.embedding_model IS DISTINCT FROM $2 AND EXISTS (
+                SELECT 1 FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL)
+            ORDER BY r.name
+            """,
+            repo.id,
+            model,
+        )
+        if other is not None:
+            held = HeldVectors(
+                model=other["embedding_model"],
+                dimension=other["embedding_dimension"],
+                repository=other["name"],
+                repository_id=other["id"],
+                path=other["path"],
+            )
+            check_one_model(held, model, repo.embedding_dimension)
+        previous = await conn.fetchval(
+            f"SELECT embedding_model FROM {s}.repositories WHERE id = $1", repo.id
+        )
+        if previous is not None and previous != model:
+            await conn.execute(
+                f"UPDATE {s}.chunks SET embedding = NULL WHERE repo_id = $1 "
+                "AND embedding IS NOT NULL",
+                repo.id,
+            )
+            await db.recount_vectors()
+        await conn.execute(
+            f"INSERT INTO {s}.meta VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+            model,
+        )
+        dimension = repo.embedding_dimension
+        stored = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+        if dimension is not None and stored != str(dimension):
+            await self._set_dimension(db, dimension)
+
+    async def check_dimension(self, db: ProjectSession, dimension: int) -> None:
+        """Vectors of ``dimension`` may be written: the project's dimension, or none yet (then
+        it becomes the project's). Runs in the caller's transaction."""
+        conn, s = db.conn, db.s
+        if self._dimension is None:
+            value = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            self._dimension = int(value) if value is not None else None
+        if self._dimension is None:
+            await conn.execute(f"LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
+            # A concurrent first writer may have set it while this one waited for the lock.
+            value = await conn.fetchval(f"SELECT value FROM {s}.meta WHERE key = 'dimension'")
+            if value is None:
+                await self._set_dimension(db, dimension)
+                return
+            self._dimension = int(value)
+        check_one_model(HeldVectors(model=None, dimension=self._dimension), None, dimension)
+
+    async def _set_dimension(self, db: ProjectSession, dimension: int) -> None:
+        """Retype the vector column (only ever with no vectors of another size stored)."""
+        conn, s = db.conn, db.s
+        await drop_segments(db)
+        await conn.execute(
+            f"UPDATE {s}.chunks SET embedding = NULL WHERE vector_dims(embedding) <> $1",
+            dimension,
+        )
+        await conn.execute(
+            f"ALTER TABLE {s}.chunks ALTER COLUMN embedding TYPE vector({int(dimension)})"
+        )
+        await db.recount_vectors()
+        await conn.execute(
+            f"INSERT INTO {s}.meta VALUES ('dimension', $1) "
+            "ON CONFLICT (key) DO UPDATE SET value = $1",
+            str(dimension),
+        )
+        self._dimension = dimension

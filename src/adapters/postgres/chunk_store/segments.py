@@ -1,0 +1,217 @@
+"""ANN segment maintenance: partial HNSW indexes built over the tail of chunk insertion
+order (in the background during a load, and at its end), merged while there are too many,
+stale ones dropped; and the vacuum after a large load. ``Segments`` owns the counters that
+decide when to build and when to vacuum."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from adapters.postgres._errors import DRIVER_ERRORS
+from adapters.postgres.ann import AnnConfig
+from adapters.postgres.chunk_store.session import ProjectSession
+from adapters.postgres.database import PgDatabase, lock_key
+from adapters.postgres.schema import quote_ident
+
+
+async def drop_segments(db: ProjectSession) -> None:
+    """Drop every ANN index of the project, in the caller's transaction."""
+    s = db.s
+    for seg in await db.conn.fetch(f"SELECT index_name FROM {s}.ann_segments"):
+        await db.conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(seg['index_name'])}")
+    await db.conn.execute(f"DELETE FROM {s}.ann_segments")
+
+
+class Segments:
+    """The ANN segments of one project, and the writes counted towards the next build."""
+
+    def __init__(self, database: PgDatabase, project_id: str, ann: AnnConfig) -> None:
+        self._db = database
+        self._project_id = project_id
+        self._ann = ann
+        self._builds: set[asyncio.Task[None]] = set()
+        self._written = 0
+        self._since_analyze = 0
+
+    def wrote(self, n_docs: int, *, vectors: bool) -> None:
+        """Count a committed write of ``n_docs`` chunks (``vectors``: with vectors), starting
+        a background build once the tail may hold a segment."""
+        self._since_analyze += n_docs
+        if vectors:
+            # A cheap local trigger; the exact tail size is checked by the build itself.
+            self._written += n_docs
+            # Counted from the start of the last build: while one runs, the next write past
+            # the threshold tries again (a reset here would let the tail grow to two segments
+            # and leave a long single-process build running after the load).
+            if self._written >= self._ann.segment_rows and self._maybe_start():
+                self._written = 0
+
+    def _maybe_start(self) -> bool:
+        """Start a background build unless one runs; whether one was started."""
+        if any(not t.done() for t in self._builds):
+            return False
+        task = self._db.spawn(self._project_id, self._build(final=False))
+        self._builds.add(task)
+        task.add_done_callback(self._builds.discard)
+        return True
+
+    async def optimize(self) -> None:
+        """Wait for background builds, then index the tail and merge small segments; after a
+        large load, vacuum and analyse chunks and postings (see ``_vacuum``)."""
+        loaded = self._since_analyze >= self._ann.tail_rows
+        # Postings take no part in the ANN builds: with a connection to spare, they are vacuumed
+        # while the last builds run (with a pool of two, the indexing lock and a build hold
+        # both), and chunks after them (see _build).
+        beside = None
+        if loaded and self._db.pool_size >= 3:
+            beside = asyncio.get_running_loop().create_task(self._vacuum_on_spare("postings"))
+        try:
+            while self._builds:
+                await asyncio.gather(*list(self._builds), return_exceptions=True)
+            await self._build(final=True, vacuum=loaded, beside=beside)
+        finally:
+            if beside is not None:
+                await _settle(beside)
+
+    async def _build(
+        self, *, final: bool, vacuum: bool = False, beside: asyncio.Task[bool] | None = None
+    ) -> None:
+        """Build segments while the tail is large enough (``final``: the run's tail too, and
+        merge small segments), under the project's build lock; with ``vacuum``, then vacuum
+        chunks (a VACUUM waits for an index build, so it is done here, never queued behind
+        another process's) and postings unless ``beside`` did."""
+        ws = await self._db.workspace(self._project_id)
+        ann = self._ann
+        async with self._db.connection() as conn:
+            db = ProjectSession.of(conn, ws)
+            s = db.s
+            # One builder per project at a time, across processes.
+            key = lock_key(ws.schema, "ann")
+            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+                return
+            try:
+                await conn.execute(f"SET maintenance_work_mem = '{int(ann.build_memory_mb)}MB'")
+                workers = ann.final_build_workers if final else 0
+                await conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+                await conn.execute("SET statement_timeout = 0")
+                await self._drop_stale(db)
+                while True:
+                    hi = await conn.fetchval(f"SELECT coalesce(max(hi), 0) FROM {s}.ann_segments")
+                    tail = await conn.fetchrow(
+                        f"SELECT count(*) AS n, max(seq) AS top FROM {s}.chunks "
+                        "WHERE seq > $1 AND embedding IS NOT NULL",
+                        hi,
+                    )
+                    total = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
+                    threshold = ann.tail_rows if final else ann.segment_rows
+                    if total < ann.min_rows or tail["n"] < threshold:
+                        # The writes' trigger counts on from the tail seen here.
+                        self._written = int(tail["n"])
+                        break
+                    await self._create_segment(db, hi, tail["top"])
+                if final:
+                    await self._merge(db)
+                if vacuum:
+                    await _vacuum(db, "chunks")
+                    if beside is None or not await beside:
+                        await _vacuum(db, "postings")
+                    self._since_analyze = 0
+            finally:
+                with contextlib.suppress(*DRIVER_ERRORS):
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                    await conn.execute("RESET ALL")
+
+    async def _vacuum_on_spare(self, *tables: str) -> bool:
+        """``_vacuum`` on a connection of its own if one is free; whether it ran."""
+        ws = await self._db.workspace(self._project_id)
+        async with self._db.spare_connection() as other:
+            if other is None:
+                return False
+            await _vacuum(ProjectSession.of(other, ws), *tables)
+            return True
+
+    async def _create_segment(self, db: ProjectSession, lo: int, hi: int) -> None:
+        name = f"ann_{lo}_{hi}"
+        s = db.s
+        ann = self._ann
+        try:
+            await db.conn.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {quote_ident(name)} ON {s}.chunks "
+                f"USING hnsw (embedding vector_cosine_ops) "
+                f"WITH (m = {int(ann.m)}, ef_construction = {int(ann.ef_construction)}) "
+                f"WHERE seq > {int(lo)} AND seq <= {int(hi)}"
+            )
+        except BaseException:
+            with contextlib.suppress(*DRIVER_ERRORS):
+                await db.conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(name)}")
+            raise
+        await db.conn.execute(
+            f"INSERT INTO {s}.ann_segments (index_name, lo, hi, m, ef_construction) "
+            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            name,
+            lo,
+            hi,
+            ann.m,
+            ann.ef_construction,
+        )
+
+    async def _drop_stale(self, db: ProjectSession) -> None:
+        """Drop ANN indexes a killed build left behind (present but not recorded)."""
+        rows = await db.conn.fetch(
+            """
+            SELECT i.relname FROM pg_index x
+            JOIN pg_class i ON i.oid = x.indexrelid
+            JOIN pg_class t ON t.oid = x.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = $1 AND t.relname = 'chunks' AND i.relname LIKE 'ann\\_%'
+            """,
+            db.schema,
+        )
+        known = {r[0] for r in await db.conn.fetch(f"SELECT index_name FROM {db.s}.ann_segments")}
+        for r in rows:
+            if r["relname"] not in known:
+                await db.conn.execute(f"DROP INDEX IF EXISTS {db.s}.{quote_ident(r['relname'])}")
+
+    async def _merge(self, db: ProjectSession) -> None:
+        """Merge the two adjacent segments smallest together while there are too many."""
+        s = db.s
+        while True:
+            segs = await db.conn.fetch(
+                f"SELECT index_name, lo, hi FROM {s}.ann_segments ORDER BY lo"
+            )
+            if len(segs) <= self._ann.max_segments:
+                return
+            sizes = [int(g["hi"]) - int(g["lo"]) for g in segs]
+            i = min(range(len(segs) - 1), key=lambda j: sizes[j] + sizes[j + 1])
+            a, b = segs[i], segs[i + 1]
+            await self._create_segment(db, int(a["lo"]), int(b["hi"]))
+            async with db.conn.transaction():
+                await db.conn.execute(
+                    f"DELETE FROM {s}.ann_segments WHERE index_name = ANY($1::text[])",
+                    [a["index_name"], b["index_name"]],
+                )
+            for old in (a, b):
+                await db.conn.execute(
+                    f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{quote_ident(old['index_name'])}"
+                )
+
+
+async def _vacuum(db: ProjectSession, *tables: str) -> None:
+    """VACUUM (ANALYZE) some of the project's tables, after a large load: planner statistics
+    (a sample), and the visibility map, without which the index-only scans that count filter
+    matches and read postings visit the table for every row until autovacuum comes by. The
+    pool resets the session (RESET ALL) when the connection goes back."""
+    await db.conn.execute("SET statement_timeout = 0")
+    await db.conn.execute("VACUUM (ANALYZE) " + ", ".join(f"{db.s}.{t}" for t in tables))
+
+
+async def _settle(task: asyncio.Task[Any]) -> None:
+    """Cancel side work if still running and wait for it, its failure dropped: when it ran to
+    the end the caller awaited it, else the caller is failing and that is what to report (or
+    another process held the build lock). A cancel of the caller itself still raises."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,161 @@
+"""ProjectSession: one project's schema on one pooled connection, and the statements that
+several of the store's operations share (repository rows, the deletion of chunks with their
+postings, the per-repository counts and the project's document statistics, file locks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from adapters.postgres.database import Workspace, lock_key
+from codebase_core.models import Repository
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSession:
+    """A connection bound to a project's schema: ``s`` is the quoted schema name for SQL
+    templates (``{s}.chunks``), ``schema`` the bare one for catalog lookups and COPY."""
+
+    conn: asyncpg.Connection
+    schema: str
+    s: str
+
+    @classmethod
+    def of(cls, conn: asyncpg.Connection, workspace: Workspace) -> ProjectSession:
+        return cls(conn, workspace.schema, workspace.quoted)
+
+    async def repositories(self, where: str, *args: Any) -> list[Repository]:
+        """The repositories (alias ``r``) meeting ``where``, by name."""
+        rows = await self.conn.fetch(
+            f"""
+            SELECT r.* FROM {self.s}.repositories r WHERE {where} ORDER BY r.name, r.id
+            """,
+            *args,
+        )
+        return [
+            Repository(
+                id=r["id"],
+                name=r["name"],
+                path=r["path"],
+                embedding_model=r["embedding_model"],
+                embedding_dimension=r["embedding_dimension"],
+                file_count=r["file_count"],
+                chunk_count=r["chunk_count"],
+                indexed_at=r["indexed_at"],
+            )
+            for r in rows
+        ]
+
+    async def lock_files(self, repo_id: str, paths: Sequence[str]) -> bool:
+        """Lock the repository against deletion and ``paths`` against other writers, until
+        the transaction ends; False if there is no such repository. Writers of the same files
+        queue here (the locks are taken in one order: no deadlock); writers of other files of
+        the repository run side by side up to the update of its counts, which every write
+        does last."""
+        exists = await self.conn.fetchval(
+            f"SELECT 1 FROM {self.s}.repositories WHERE id = $1 FOR KEY SHARE", repo_id
+        )
+        if not exists:
+            return False
+        # Keyed by the quoted schema name: every process must compute the same keys.
+        await self.conn.execute(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k",
+            sorted({lock_key(self.s, repo_id, p) for p in paths}),
+        )
+        return True
+
+    async def delete_chunks(
+        self, repo_id: str, paths: Sequence[str] | None
+    ) -> tuple[int, int, int]:
+        """Delete chunks (of ``paths``, or all of the repository) and their postings; returns
+        the (chunks, summed document length, vectors) removed, for ``add_stats``."""
+        s = self.s
+        where = "repo_id = $1" + ("" if paths is None else " AND file_path = ANY($2::text[])")
+        args: list[Any] = [repo_id] if paths is None else [repo_id, list(paths)]
+        # New files (every file of a first index) have nothing to delete: one index probe
+        # instead of planning and running the statement below.
+        if paths is not None and not await self.conn.fetchval(
+            f"SELECT EXISTS (SELECT 1 FROM {s}.chunks WHERE {where})", *args
+        ):
+            return 0, 0, 0
+        row = await self.conn.fetchrow(
+            f"""
+            WITH old AS (
+                DELETE FROM {s}.chunks WHERE {where}
+                RETURNING seq, repo_id, file_path, language, doc_len, terms, content_hash,
+                          embedding
+            ), gone AS (
+                -- A block of a term starts at the first chunk holding it of its file and
+                -- language (see rows.build_rows).
+                DELETE FROM {s}.postings p
+                USING (
+                    SELECT t.term, min(o.seq) AS first
+                    FROM old o CROSS JOIN LATERAL unnest(o.terms) AS t(term)
+                    GROUP BY o.repo_id, o.file_path, o.language, t.term
+                ) d
+                WHERE p.term = d.term AND p.first = d.first
+            ), retired AS (
+                -- Keep the vectors of replaced chunks: an edit undone costs no embedding.
+                INSERT INTO {s}.embedding_cache (model, content_hash, embedding)
+                SELECT r.embedding_model, o.content_hash, o.embedding
+                FROM old o JOIN {s}.repositories r ON r.id = o.repo_id
+                WHERE o.embedding IS NOT NULL AND r.embedding_model IS NOT NULL
+                -- One key order for every writer: concurrent writers cannot deadlock here.
+                ORDER BY 1, 2
+                ON CONFLICT DO NOTHING
+            )
+            SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len,
+                   count(*) FILTER (WHERE embedding IS NOT NULL) AS nvec
+            FROM old
+            """,
+            *args,
+        )
+        return int(row["n"]), int(row["len"]), int(row["nvec"])
+
+    async def delete_files(self, repo_id: str, paths: Sequence[str]) -> int:
+        """Delete the file rows of ``paths``; how many there were."""
+        result: str = await self.conn.execute(
+            f"DELETE FROM {self.s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+            repo_id,
+            list(paths),
+        )
+        return int(result.rsplit(" ", 1)[-1])
+
+    async def add_counts(self, repo_id: str, files: int, chunks: int) -> None:
+        """Add to a repository's file and chunk counts."""
+        if files or chunks:
+            await self.conn.execute(
+                f"UPDATE {self.s}.repositories SET file_count = file_count + $2, "
+                "chunk_count = chunk_count + $3 WHERE id = $1",
+                repo_id,
+                files,
+                chunks,
+            )
+
+    async def add_stats(
+        self, n_docs: int, total_len: int, n_vectors: int, *, changed: bool
+    ) -> None:
+        """Add to the project's document statistics; ``changed``: chunk rows were deleted or
+        inserted (the generation moves on, even when the counts come out the same)."""
+        # Last in its transaction: the one row every writer updates is locked only briefly.
+        if changed or n_docs or total_len or n_vectors:
+            await self.conn.execute(
+                f"UPDATE {self.s}.corpus_stats SET n_docs = n_docs + $1, "
+                "total_len = total_len + $2, n_vectors = n_vectors + $3, "
+                "generation = generation + 1",
+                n_docs,
+                total_len,
+                n_vectors,
+            )
+
+    async def recount_vectors(self) -> None:
+        """Count the project's vectors afresh (after vectors were cleared in bulk)."""
+        s = self.s
+        await self.conn.execute(
+            f"UPDATE {s}.corpus_stats SET n_vectors = "
+            f"(SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL), "
+            "generation = generation + 1"
+        )

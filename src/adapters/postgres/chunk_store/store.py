@@ -1,0 +1,282 @@
+"""PgChunkStore: the ChunkStore port over one project schema. Each port method opens a
+``ProjectSession`` and delegates the work to the package's modules (rows, filters, vector and
+lexical search, segments, the one-model guard); the simple reads and the write transactions
+are spelled out here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+import numpy as np
+
+from adapters.postgres import postings
+from adapters.postgres._errors import DRIVER_ERRORS
+from adapters.postgres.ann import AnnConfig
+from adapters.postgres.chunk_store import embedding_cache
+from adapters.postgres.chunk_store.lexical_search import ranked, top_rows
+from adapters.postgres.chunk_store.model_guard import ModelGuard
+from adapters.postgres.chunk_store.rows import (
+    CHUNK_COLUMNS,
+    FILE_COLUMNS,
+    SELECT_CHUNK,
+    build_rows,
+    chunk_of,
+    term_key,
+)
+from adapters.postgres.chunk_store.segments import Segments
+from adapters.postgres.chunk_store.session import ProjectSession
+from adapters.postgres.chunk_store.vector_search import VectorSearch
+from adapters.postgres.database import PgDatabase, Workspace, lock_key
+from codebase_core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters
+from codebase_core.ports import IndexedFile
+
+
+class PgChunkStore:
+    """Postgres + pgvector ChunkStore of one project schema (chunks, vectors, BM25 postings).
+
+    Writes go through ``COPY``; a file's replacement is one transaction. Vectors are searched
+    with partial HNSW indexes plus an exact scan of rows not yet indexed (see ``AnnConfig``).
+    """
+
+    def __init__(
+        self, database: PgDatabase, project_id: str, *, ann: AnnConfig | None = None
+    ) -> None:
+        self._db = database
+        self._project_id = project_id
+        ann = ann or AnnConfig()
+        self._models = ModelGuard()
+        self._vectors = VectorSearch(ann)
+        self._segments = Segments(database, project_id, ann)
+
+    @property
+    def project_id(self) -> str:
+        return self._project_id
+
+    async def workspace(self) -> Workspace:
+        """This project's schema (created and migrated on first use)."""
+        return await self._db.workspace(self._project_id)
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[ProjectSession]:
+        ws = await self.workspace()
+        async with self._db.connection() as conn:
+            yield ProjectSession.of(conn, ws)
+
+    # --- repositories -------------------------------------------------------------------
+
+    async def save_repository(self, repository: Repository) -> None:
+        async with self._session() as db, db.conn.transaction():
+            await self._models.check_repository(db, repository)
+            await db.conn.execute(
+                f"""
+                INSERT INTO {db.s}.repositories
+                    (id, name, path, embedding_model, embedding_dimension, indexed_at)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
+                    embedding_dimension = $5, indexed_at = $6
+                """,
+                repository.id,
+                repository.name,
+                repository.path,
+                repository.embedding_model,
+                repository.embedding_dimension,
+                repository.indexed_at,
+            )
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        async with self._session() as db:
+            found = await db.repositories("r.id = $1", repository_id)
+        if not found:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        return found[0]
+
+    async def find_repository(self, path: str) -> Repository | None:
+        async with self._session() as db:
+            found = await db.repositories("r.path = $1", path)
+        return found[0] if found else None
+
+    async def list_repositories(self) -> list[Repository]:
+        async with self._session() as db:
+            return await db.repositories("true")
+
+    async def delete_repository(self, repository_id: str) -> None:
+        async with self._session() as db, db.conn.transaction():
+            exists = await db.conn.fetchval(
+                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1 FOR UPDATE", repository_id
+            )
+            if not exists:
+                raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+            n, length, nvec = await db.delete_chunks(repository_id, None)
+            await db.conn.execute(f"DELETE FROM {db.s}.repositories WHERE id = $1", repository_id)
+            await db.add_stats(-n, -length, -nvec, changed=n > 0)
+
+    # --- files and chunks ---------------------------------------------------------------
+
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        async with self._session() as db:
+            if paths is None:
+                rows = await db.conn.fetch(
+                    f"SELECT path, content_hash FROM {db.s}.files WHERE repo_id = $1",
+                    repository_id,
+                )
+            else:
+                rows = await db.conn.fetch(
+                    f"SELECT path, content_hash FROM {db.s}.files "
+                    "WHERE repo_id = $1 AND path = ANY($2::text[])",
+                    repository_id,
+                    list(paths),
+                )
+        return {r["path"]: r["content_hash"] for r in rows}
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        for f in files:
+            if f.vectors is not None and len(f.vectors) != len(f.chunks):
+                raise ValueError(f"{f.file.path}: {len(f.vectors)} vectors for {len(f.chunks)}")
+        if not files:
+            return
+        n_chunks = sum(len(f.chunks) for f in files)
+        async with self._session() as db:
+            conn = db.conn
+            seqs: list[int] = [
+                r[0]
+                for r in await conn.fetch(
+                    f"SELECT nextval(pg_get_serial_sequence('{db.s}.chunks', 'seq')) "
+                    "FROM generate_series(1, $1)",
+                    n_chunks,
+                )
+            ]
+            rows = await asyncio.to_thread(build_rows, repository_id, files, seqs)
+            paths = [f.file.path for f in files]
+            async with conn.transaction():
+                if not await db.lock_files(repository_id, paths):
+                    raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+                if rows.dimension is not None:
+                    await self._models.check_dimension(db, rows.dimension)
+                n_old, len_old, vec_old = await db.delete_chunks(repository_id, paths)
+                files_old = await db.delete_files(repository_id, paths)
+                await conn.copy_records_to_table(
+                    "files", schema_name=db.schema, columns=FILE_COLUMNS, records=rows.files
+                )
+                await conn.copy_records_to_table(
+                    "chunks", schema_name=db.schema, columns=CHUNK_COLUMNS, records=rows.chunks
+                )
+                await conn.copy_to_table(
+                    "postings",
+                    source=io.BytesIO(rows.postings),
+                    schema_name=db.schema,
+                    columns=list(postings.COLUMNS),
+                    format="binary",
+                )
+                await db.add_counts(repository_id, len(rows.files) - files_old, rows.n_docs - n_old)
+                n_vec = rows.n_docs if rows.dimension is not None else 0
+                await db.add_stats(
+                    rows.n_docs - n_old,
+                    rows.total_len - len_old,
+                    n_vec - vec_old,
+                    changed=rows.n_docs > 0 or n_old > 0,
+                )
+        self._segments.wrote(rows.n_docs, vectors=rows.dimension is not None)
+
+    async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
+        async with self._session() as db, db.conn.transaction():
+            if not await db.lock_files(repository_id, paths):
+                return 0
+            n, length, nvec = await db.delete_chunks(repository_id, paths)
+            deleted = await db.delete_files(repository_id, paths)
+            await db.add_counts(repository_id, -deleted, -n)
+            await db.add_stats(-n, -length, -nvec, changed=n > 0)
+        return deleted
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        async with self._session() as db:
+            rows = await db.conn.fetch(
+                f"SELECT path, body FROM {db.s}.files "
+                "WHERE repo_id = $1 AND path = ANY($2::text[])",
+                repository_id,
+                list(paths),
+            )
+        return {r["path"]: r["body"] for r in rows}
+
+    async def chunks(self, repository_id: str) -> list[Chunk]:
+        async with self._session() as db:
+            if not await db.conn.fetchval(
+                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1", repository_id
+            ):
+                raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+            rows = await db.conn.fetch(
+                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c WHERE c.repo_id = $1 "
+                "ORDER BY c.file_path, c.start_line, c.end_line",
+                repository_id,
+            )
+        return [chunk_of(r) for r in rows]
+
+    # --- embedding cache ----------------------------------------------------------------
+
+    async def cached_embeddings(
+        self, model: str, content_hashes: Sequence[str]
+    ) -> dict[str, list[float]]:
+        if not content_hashes:
+            return {}
+        async with self._session() as db:
+            return await embedding_cache.cached(db, model, content_hashes)
+
+    async def cache_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        if not vectors:
+            return
+        records = embedding_cache.records(model, vectors)
+        async with self._session() as db:
+            await embedding_cache.add(db, records)
+
+    # --- search -------------------------------------------------------------------------
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        query = np.asarray(vector, dtype=np.float32)
+        async with self._session() as db:
+            rows, total = await self._vectors.search(db, query, filters, limit)
+        return [ScoredChunk(chunk=chunk_of(r), score=float(r["score"])) for r in rows], total
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        keys = list(dict.fromkeys(term_key(t) for t in terms))
+        if not keys:
+            return [], 0
+        async with self._session() as db:
+            rows = await top_rows(db, keys, filters, limit)
+        return ranked(rows, limit)
+
+    # --- indexing lock and ANN maintenance -----------------------------------------------
+
+    @asynccontextmanager
+    async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
+        """Serialise indexing of one repository across processes (session advisory lock)."""
+        key = lock_key((await self.workspace()).schema, repository_id)
+        async with self._db.connection() as conn:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
+            if not got:
+                if not wait:
+                    raise RepositoryBusy(
+                        f"repository {repository_id} of project {self._project_id!r} is being "
+                        "indexed by another process: retry when it finishes, or wait for it",
+                        repository_id=repository_id,
+                    )
+                await conn.execute("SELECT pg_advisory_lock($1)", key)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(*DRIVER_ERRORS):
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+
+    async def optimize(self) -> None:
+        """Wait for background ANN builds, then index the tail and merge small segments; after a
+        large load, vacuum and analyse chunks and postings."""
+        await self._segments.optimize()

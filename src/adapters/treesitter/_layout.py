@@ -1,0 +1,220 @@
+"""One file's syntax tree laid out as pieces: definitions, their parts, and the gaps.
+
+The tree-walking half of ``TreeSitterChunker`` (see ``adapters.treesitter.chunker`` for the
+rules it implements): which nodes are definitions, how a definition too large for the budget
+is split (a class into its members and header parts, anything else at statement boundaries),
+and which rows the code between definitions covers. Sizes and merging are ``LineBudget``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from adapters.treesitter._grammar import (
+    BODY_TYPES,
+    CLASS,
+    TRANSPARENT,
+    Grammar,
+    classify,
+    receiver_type,
+    rows,
+)
+from adapters.treesitter._lines import LineBudget, Piece
+
+# Nesting deeper than this (classes in classes, namespaces in namespaces, statements in
+# statements when looking for split points) is handled as plain lines, keeping recursion bounded.
+_MAX_DEPTH = 24
+
+
+@dataclass(slots=True)
+class _Unit:
+    start: int
+    end: int
+    category: str
+    kind: str
+    symbol: str | None
+    node: Node
+
+
+class AstLayout:
+    """One file's syntax tree laid out as pieces: definitions, their parts, and the gaps."""
+
+    def __init__(self, budget: LineBudget, grammar: Grammar, prefix_rows: frozenset[int]) -> None:
+        self._budget = budget
+        self._grammar = grammar
+        self._prefix_rows = prefix_rows
+
+    def run(self, root: Node) -> list[Piece]:
+        units, others = self._collect(root.named_children, None, in_class=False, depth=0)
+        last = len(self._budget.lines) - 1
+        return self._layout(0, last, units, others, "module", None, depth=0)
+
+    def _collect(
+        self, items: list[Node], qualifier: str | None, *, in_class: bool, depth: int
+    ) -> tuple[list[_Unit], list[Node]]:
+        """Definitions among ``items`` (looking through transparent ones) and the other nodes."""
+        units: list[_Unit] = []
+        others: list[Node] = []
+        for item in items:
+            found = classify(item, self._grammar)
+            if found is None:
+                others.append(item)
+                continue
+            category, node, name = found
+            if category == TRANSPARENT:
+                if depth < _MAX_DEPTH:
+                    inner_units, inner_others = self._collect(
+                        _members(node), qualifier, in_class=in_class, depth=depth + 1
+                    )
+                    units.extend(inner_units)
+                    others.extend(inner_others)
+                else:
+                    others.append(item)
+                continue
+            owner = qualifier
+            if category == CLASS:
+                kind = "class"
+            elif node.type in self._grammar.receiver_methods:
+                kind = "method"
+                owner = receiver_type(node) or qualifier
+            else:
+                kind = "method" if in_class else "function"
+            symbol = f"{owner}.{name}" if owner and name else (name or owner)
+            first, last = rows(item)
+            units.append(_Unit(first, last, category, kind, symbol, node))
+        return units, others
+
+    def _layout(
+        self,
+        start: int,
+        end: int,
+        units: list[_Unit],
+        others: list[Node],
+        gap_kind: str,
+        gap_symbol: str | None,
+        depth: int,
+    ) -> list[Piece]:
+        """Pieces covering ``start..end``: each definition's, and the gaps' between them."""
+        placed: list[_Unit] = []
+        floor = start
+        for unit in sorted(units, key=lambda u: u.start):
+            span = self._budget.trim(max(unit.start, start), min(unit.end, end))
+            if span is None:
+                continue
+            first, last = span
+            first = self._extend_up(first, floor)
+            if placed and first <= placed[-1].end:
+                previous = placed[-1]
+                if first <= previous.start:
+                    previous.end = max(previous.end, last)
+                    continue
+                previous.end = self._budget.prev_nonblank(first - 1)
+            unit.start, unit.end = first, last
+            placed.append(unit)
+            floor = last + 1
+        out: list[Piece] = []
+        cursor = start
+        for unit in placed:
+            self._gap(cursor, unit.start - 1, others, gap_kind, gap_symbol, out)
+            pieces, whole = self._unit(unit, depth)
+            if not whole:
+                for piece in pieces:
+                    piece.mergeable = False
+            out.extend(pieces)
+            cursor = unit.end + 1
+        self._gap(cursor, end, others, gap_kind, gap_symbol, out)
+        return self._budget.merge_small(out)
+
+    def _unit(self, unit: _Unit, depth: int) -> tuple[list[Piece], bool]:
+        """A definition's pieces, and whether they are the whole definition in one piece."""
+        budget = self._budget
+        if budget.fits(unit.start, unit.end):
+            return [Piece(unit.start, unit.end, unit.kind, unit.symbol)], True
+        if unit.category == CLASS and depth < _MAX_DEPTH:
+            members, others = self._collect(
+                _members(unit.node), unit.symbol, in_class=True, depth=depth + 1
+            )
+            if members:
+                pieces = self._layout(
+                    unit.start, unit.end, members, others, "header", unit.symbol, depth + 1
+                )
+                return pieces, False
+        cuts = self._cuts([unit.node], unit.start, unit.end)
+        parts = budget.pack(unit.start, unit.end, cuts)
+        return [
+            Piece(s, e, unit.kind if i == 0 else "block", unit.symbol, mergeable=False)
+            for i, (s, e) in enumerate(parts)
+        ], False
+
+    def _gap(
+        self,
+        start: int,
+        end: int,
+        others: list[Node],
+        kind: str,
+        symbol: str | None,
+        out: list[Piece],
+    ) -> None:
+        budget = self._budget
+        span = budget.trim(start, end)
+        if span is None:
+            return
+        first, last = span
+        if out and budget.is_trivial(first, last) and budget.fits(out[-1].start, last):
+            out[-1].end = last
+            return
+        if budget.fits(first, last):
+            out.append(Piece(first, last, kind, symbol))
+            return
+        parts = budget.pack(first, last, self._cuts(others, first, last))
+        out.extend(Piece(s, e, kind, symbol, mergeable=False) for s, e in parts)
+
+    def _cuts(self, nodes: list[Node], start: int, end: int) -> list[int]:
+        """Rows inside ``start..end`` where a statement (with its comments) begins.
+
+        Statements are children of ``nodes``; children of a statement too large for the
+        budget are added too, so that one huge statement can still be cut inside.
+        """
+        budget = self._budget
+        density = budget.density(start, end)
+        found: set[int] = set()
+        stack = [(node, 0) for node in nodes]
+        while stack:
+            node, depth = stack.pop()
+            for child in node.named_children:
+                first, last = rows(child)
+                if last < start or first > end:
+                    continue
+                if first > start:
+                    found.add(self._extend_up(first, start + 1))
+                if (
+                    last > first
+                    and depth < _MAX_DEPTH
+                    and budget.estimate(max(first, start), min(last, end), density)
+                    > budget.max_tokens
+                ):
+                    stack.append((child, depth + 1))
+        return sorted(found)
+
+    def _extend_up(self, row: int, floor: int) -> int:
+        """``row`` moved up over the comment and attribute rows right above it."""
+        while row - 1 >= floor and row - 1 in self._prefix_rows:
+            row -= 1
+        return row
+
+
+def _members(node: Node) -> list[Node]:
+    """A container's items: its children, with its body (member list) replaced by its members."""
+    body = node.child_by_field_name("body")
+    body_id = body.id if body is not None else None
+    items: list[Node] = []
+    stack = list(reversed(node.named_children))
+    while stack:
+        child = stack.pop()
+        if child.id == body_id or child.type in BODY_TYPES:
+            stack.extend(reversed(child.named_children))
+        else:
+            items.append(child)
+    return items

@@ -1,0 +1,113 @@
+"""ProcessChunkingPool: a ``ChunkingPool`` of spawned processes (``concurrent.futures``).
+
+Each run gets its own ``ProcessPoolExecutor``: its workers receive the chunker and token
+counter once, in their initializer, and then chunk one batch per task. Processes are spawned,
+not forked: a forked copy of a process running an event loop, threads and database
+connections is not safe. A spawned process would first import the parent's ``__main__`` (the
+CLI, a bench script, pytest: the whole application and its server stack) for a job that needs
+none of it, so a blank module stands in for ``__main__`` while each process is launched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing.context
+import sys
+import threading
+import types
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from codebase_core.chunking import PreparedFile, chunk_files
+from codebase_core.models import ScanEntry
+from codebase_core.ports import Chunker, TokenCounter
+
+
+class ProcessChunkingPool:
+    """Spawned worker processes (``concurrent.futures``) chunking the files of one run."""
+
+    def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessChunkingRun:
+        return ProcessChunkingRun(_process_pool(workers, chunker, tokens), chunker, tokens)
+
+
+class ProcessChunkingRun:
+    """The processes of one run; a lost worker's batch is chunked in a thread instead."""
+
+    def __init__(self, pool: ProcessPoolExecutor, chunker: Chunker, tokens: TokenCounter) -> None:
+        self._pool, self._chunker, self._tokens = pool, chunker, tokens
+
+    async def chunk(
+        self, repository_id: str, texts: Sequence[tuple[ScanEntry, str]]
+    ) -> list[PreparedFile]:
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pool, _chunk_in_worker, repository_id, texts)
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): chunk here instead
+        return await asyncio.to_thread(
+            chunk_files, self._chunker, self._tokens, repository_id, texts
+        )
+
+    async def close(self) -> None:
+        # Queued batches are dropped; one a worker has started finishes first.
+        await asyncio.to_thread(self._pool.shutdown, wait=True, cancel_futures=True)
+
+
+# The chunker and token counter of a worker process, set once by the pool's initializer.
+_worker_parts: tuple[Chunker, TokenCounter] | None = None
+
+
+def _init_worker(chunker: Chunker, tokens: TokenCounter) -> None:
+    global _worker_parts
+    _worker_parts = (chunker, tokens)
+
+
+def _chunk_in_worker(repo_id: str, texts: Sequence[tuple[ScanEntry, str]]) -> list[PreparedFile]:
+    assert _worker_parts is not None, "worker process started without _init_worker"
+    return chunk_files(*_worker_parts, repo_id, texts)
+
+
+def _ready() -> None:
+    """A first task for each worker: makes the pool start its processes."""
+
+
+# The parent's preparation data names __main__ only while a process is launched: the blank
+# module stands in for that moment, under a lock (pools may be created by two threads).
+_BLANK_MAIN = types.ModuleType("__main__")
+_LAUNCHING = threading.Lock()
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with _LAUNCHING:
+            main = sys.modules["__main__"]
+            sys.modules["__main__"] = _BLANK_MAIN
+            try:
+                return multiprocessing.context.SpawnProcess._Popen(process_obj)
+            finally:
+                sys.modules["__main__"] = main
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _WorkerProcess
+
+
+def _process_pool(workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessPoolExecutor:
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_WorkerContext(),
+        initializer=_init_worker,
+        initargs=(chunker, tokens),
+    )
+    # The pool starts a process per submit while it has no idle one: start them all now, so
+    # their imports overlap the reading of the first batches.
+    try:
+        for _ in range(workers):
+            pool.submit(_ready)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    return pool

@@ -1,0 +1,105 @@
+"""The default of every tunable, in one place.
+
+``entrypoints.settings.Settings`` (the product, configured from the environment) and the
+constructors of the services, configs and adapters (a library user building, say, a
+``TreeSitterChunker`` by hand) both take their defaults from here, so the two never drift
+apart; ``tests/unit/test_defaults.py`` checks that they do not. Plain values only: what each
+knob means is documented where it is used and in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+# --- Chunking (adapters.treesitter.TreeSitterChunker) ------------------------------------
+
+CHUNK_MAX_TOKENS: Final = 512
+# Tiny neighbouring definitions merge up to this many tokens. 0: every function is its own
+# chunk, which embeds better (README, Measurements).
+CHUNK_MIN_TOKENS: Final = 0
+CHUNK_OVERLAP_LINES: Final = 3
+# Lines per window of a file without a grammar.
+CHUNK_WINDOW_LINES: Final = 60
+
+# --- Files (adapters.filesystem.LocalSourceTree) ------------------------------------------
+
+MAX_FILE_BYTES: Final = 1_048_576
+ALLOW_SECRETS: Final = False
+
+# --- Indexing (services.IndexingService) --------------------------------------------------
+
+INDEX_BATCH_FILES: Final = 64
+# A run chunks in worker processes only when at least this many files changed: starting
+# them costs more than chunking fewer files in one thread.
+INDEX_POOL_MIN_FILES: Final = 1000
+MAX_INDEX_WORKERS: Final = 8
+
+
+def index_workers() -> int:
+    """Processes chunking a large change set: the CPU count, at most ``MAX_INDEX_WORKERS``."""
+    return min(os.cpu_count() or 1, MAX_INDEX_WORKERS)
+
+
+# --- Hybrid search (codebase_core.fusion.FusionConfig) ------------------------------------
+
+# Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py; figures in the
+# README).
+FUSION_METHOD: Final = "linear"
+FUSION_NORMALISATION: Final = "minmax"
+FUSION_SEMANTIC_WEIGHT: Final = 1.0
+FUSION_LEXICAL_WEIGHT: Final = 0.5
+FUSION_RRF_K: Final = 60
+# Candidates each list contributes: a multiple of the requested limit, within bounds (100 for
+# the default limit of 10; the ceiling bounds the cost of a large limit).
+SEARCH_CANDIDATE_MULTIPLIER: Final = 10
+SEARCH_MIN_CANDIDATES: Final = 50
+SEARCH_MAX_CANDIDATES: Final = 200
+
+# --- ANN indexes (adapters.postgres.AnnConfig; its docstring explains each) ---------------
+
+ANN_M: Final = 10
+ANN_EF_CONSTRUCTION: Final = 40
+ANN_EF_SEARCH_MIN: Final = 64
+ANN_EF_SEARCH_MAX: Final = 400
+ANN_EXACT_SEGMENT_ROWS: Final = 2_000
+ANN_MIN_ROWS: Final = 10_000
+ANN_SEGMENT_ROWS: Final = 16_384
+ANN_TAIL_ROWS: Final = 2_000
+ANN_MAX_SEGMENTS: Final = 8
+ANN_EXACT_ROWS: Final = 8_000
+ANN_BUILD_MEMORY_MB: Final = 512
+ANN_FINAL_BUILD_WORKERS: Final = 1
+
+# --- Postgres connections (adapters.postgres.PgDatabase) ----------------------------------
+
+POOL_SIZE: Final = 8
+CONNECT_TIMEOUT_S: Final = 10.0
+STATEMENT_TIMEOUT_S: Final = 120.0
+
+# --- Embedders ----------------------------------------------------------------------------
+
+# Texts per HTTP request, or per forward pass of the local model.
+EMBEDDING_BATCH_SIZE: Final = 32
+# HTTP requests in flight at once.
+EMBEDDING_CONCURRENCY: Final = 2
+EMBEDDING_TIMEOUT_S: Final = 120.0
+# Attempts after the first, for connection errors, timeouts, 429 and 5xx only.
+EMBEDDING_RETRIES: Final = 4
+EMBEDDING_BACKOFF_S: Final = 0.5
+EMBEDDING_BACKOFF_MAX_S: Final = 8.0
+
+OLLAMA_BASE_URL: Final = "http://localhost:11434"
+OLLAMA_MODEL: Final = "nomic-embed-text"
+# nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
+# code. Ollama also truncates itself ("truncate": true).
+OLLAMA_MAX_INPUT_CHARS: Final = 6_000
+
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
+OPENAI_MODEL: Final = "text-embedding-3-small"
+# OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that. Servers of
+# smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
+OPENAI_MAX_INPUT_CHARS: Final = 24_000
+
+LOCAL_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
+HASH_DIMENSION: Final = 384

@@ -1,0 +1,133 @@
+"""Indexing models: repositories, files and their chunks, source tree scans, embeddings, and
+what an indexing run reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from codebase_core.models.base import FrozenModel
+
+
+class Repository(FrozenModel):
+    """An indexed source tree."""
+
+    id: str
+    name: str
+    path: str
+    embedding_model: str | None = None
+    embedding_dimension: int | None = None
+    file_count: int = 0
+    chunk_count: int = 0
+    indexed_at: datetime | None = None
+
+
+class SourceFile(FrozenModel):
+    """One indexed file; ``path`` is relative to the repository root, with ``/`` separators."""
+
+    path: str
+    language: str | None
+    content_hash: str
+    size: int
+
+
+class ChunkDraft(FrozenModel):
+    """A chunk as a chunker cuts it, before it belongs to a repository.
+
+    ``token_count``, when the chunker knows it, is the injected TokenCounter's count of
+    ``content`` (saves counting every chunk twice).
+    """
+
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    content: str
+    symbol: str | None = None
+    kind: str | None = None
+    token_count: int | None = Field(default=None, ge=0)
+
+
+class Chunk(FrozenModel):
+    """A searchable piece of a file. Lines are 1-based and inclusive."""
+
+    id: str
+    repository_id: str
+    file_path: str
+    language: str | None
+    symbol: str | None = None
+    kind: str | None = None
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    content: str
+    content_hash: str
+    token_count: int = Field(ge=0)
+
+
+class ScanEntry(FrozenModel):
+    """A file found by a source tree scan, hashed but not decoded."""
+
+    path: str
+    size: int
+    content_hash: str
+    language: str | None
+
+
+class FileError(FrozenModel):
+    """A file that could not be indexed, and why."""
+
+    path: str
+    error: str
+
+
+class ScanResult(FrozenModel):
+    """Files found under a root, and files skipped with a reason worth reporting."""
+
+    files: list[ScanEntry]
+    errors: list[FileError] = Field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    """Vectors of a batch of texts, in order, and how many texts were cut to fit the model.
+
+    A dataclass, not a pydantic model: validating every float of a large batch costs more than
+    the hashing embedder takes to compute it. For the same reason a vector may be any sequence
+    of floats, such as a read-only row of a numpy array: a Python float per element (``tolist``)
+    costs more than the stores' conversion to float32 of the row itself.
+    """
+
+    vectors: Sequence[Sequence[float]]
+    truncated: int = 0
+
+
+class IndexStatus(StrEnum):
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+class IndexResult(FrozenModel):
+    """What an indexing run did."""
+
+    repository_id: str
+    repository_name: str
+    files_indexed: int
+    files_unchanged: int
+    files_deleted: int
+    chunks_created: int
+    chunks_embedded: int
+    embeddings_cached: int
+    # Chunks longer than the embedding model's input limit: embedded from their first part.
+    chunks_truncated: int = 0
+    duration_seconds: float
+    status: IndexStatus
+    errors: list[FileError] = Field(default_factory=list)
+
+
+ProgressPhase = Literal[
+    "waiting", "scanning", "chunking", "embedding", "writing", "deleting", "optimizing", "done"
+]

@@ -1,0 +1,38 @@
+"""Projects (workspaces): an isolated set of repositories, chunks and tasks, named by an id."""
+
+from __future__ import annotations
+
+import re
+
+from codebase_core.errors import ValidationFailed
+from codebase_core.models.base import FrozenModel
+
+PROJECT_ID_RE = re.compile(r"^[A-Za-z0-9_\- ]{1,64}$")
+DEFAULT_PROJECT = "default"
+
+
+def check_project_id(project_id: str | None) -> str:
+    """A workspace id: 1-64 ASCII letters, digits, '-', '_' or spaces."""
+    if project_id is None:
+        return DEFAULT_PROJECT
+    if not isinstance(project_id, str) or not PROJECT_ID_RE.match(project_id):
+        raise ValidationFailed(
+            "project_id",
+            project_id,
+            "must be 1-64 characters of ASCII letters, digits, '-', '_' or spaces",
+        )
+    return project_id
+
+
+class ProjectInfo(FrozenModel):
+    """A workspace (an isolated set of repositories, chunks and tasks) and its size."""
+
+    id: str
+    # The Postgres schema holding the project (None with the memory store).
+    database_name: str | None
+    repositories: int = 0
+    files: int = 0
+    chunks: int = 0
+    tasks: int = 0
+    # Bytes on disk (tables, indexes), where the store can tell.
+    size_bytes: int | None = None

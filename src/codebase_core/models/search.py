@@ -1,0 +1,174 @@
+"""Search models: a validated query and its filters, the store's scored chunks, and the ranked
+hits a search returns."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field, field_validator
+
+from codebase_core.errors import InvalidLimit, ValidationFailed
+from codebase_core.models.base import FrozenModel
+from codebase_core.models.indexing import Chunk
+from codebase_core.models.text import (
+    file_extension,
+    normalise_directory,
+    normalise_file_type,
+    path_in_directory,
+)
+
+MAX_SEARCH_LIMIT = 50
+DEFAULT_SEARCH_LIMIT = 10
+MAX_QUERY_CHARS = 500
+CONTEXT_LINES = 10
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    SEMANTIC = "semantic"
+    LEXICAL = "lexical"
+
+
+class SearchFilters(FrozenModel):
+    """Filters applied before ranking. ``directory`` is a literal path prefix."""
+
+    repository_id: str | None = None
+    file_type: str | None = None
+    directory: str | None = None
+    language: str | None = None
+
+    @field_validator("directory")
+    @classmethod
+    def _directory(cls, v: str | None) -> str | None:
+        """'./src/', 'src\\' and 'src' are one directory; '' or '.' is no filter."""
+        if v is None:
+            return None
+        return normalise_directory(v) or None
+
+    @field_validator("file_type")
+    @classmethod
+    def _file_type(cls, v: str | None) -> str | None:
+        """'.PY' and 'py' are one file type (extensions are compared lowercased, no dot)."""
+        if v is None:
+            return None
+        return normalise_file_type(v) or None
+
+    def matches(self, chunk: Chunk) -> bool:
+        if self.repository_id is not None and chunk.repository_id != self.repository_id:
+            return False
+        if self.language is not None and chunk.language != self.language:
+            return False
+        if self.file_type is not None and file_extension(chunk.file_path) != self.file_type:
+            return False
+        return self.directory is None or path_in_directory(chunk.file_path, self.directory)
+
+
+class SearchQuery(FrozenModel):
+    """A validated search request."""
+
+    text: str
+    mode: SearchMode = SearchMode.HYBRID
+    limit: int = DEFAULT_SEARCH_LIMIT
+    filters: SearchFilters = SearchFilters()
+
+    @classmethod
+    def build(
+        cls,
+        text: str,
+        *,
+        mode: str | SearchMode | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        repository_id: str | None = None,
+        file_type: str | None = None,
+        directory: str | None = None,
+        language: str | None = None,
+        default_mode: SearchMode = SearchMode.HYBRID,
+    ) -> SearchQuery:
+        """Validate raw request fields, raising coded errors that name the field."""
+        stripped = text.strip() if isinstance(text, str) else ""
+        if not stripped:
+            raise ValidationFailed("query", text, "must be a non-empty string of 1-500 characters")
+        if len(text) > MAX_QUERY_CHARS:
+            raise ValidationFailed(
+                "query", text, f"must be at most {MAX_QUERY_CHARS} characters, got {len(text)}"
+            )
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValidationFailed("limit", limit, f"must be an integer 1-{MAX_SEARCH_LIMIT}")
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidLimit(limit, 1, MAX_SEARCH_LIMIT)
+        if mode is None:
+            resolved = default_mode
+        else:
+            try:
+                resolved = SearchMode(mode)
+            except ValueError:
+                raise ValidationFailed(
+                    "mode", mode, f"must be one of {[m.value for m in SearchMode]}"
+                ) from None
+        ft = None
+        if file_type is not None:
+            ft = normalise_file_type(file_type)
+            if not ft or "/" in ft:
+                raise ValidationFailed(
+                    "file_type", file_type, "must be a file extension without the dot, e.g. 'py'"
+                )
+        d = normalise_directory(directory) if directory is not None else None
+        if d is not None and ".." in d.split("/"):
+            raise ValidationFailed("directory", directory, "must be a path inside the repository")
+        return cls(
+            text=stripped,
+            mode=resolved,
+            limit=limit,
+            filters=SearchFilters(
+                repository_id=repository_id or None,
+                file_type=ft,
+                directory=d or None,
+                language=language.strip().lower() if language else None,
+            ),
+        )
+
+
+class ScoredChunk(FrozenModel):
+    """A chunk with a store-computed raw score (cosine similarity, or BM25)."""
+
+    chunk: Chunk
+    score: float
+
+
+class Location(FrozenModel):
+    """Another place holding the same chunk text."""
+
+    repository_id: str
+    file_path: str
+    start_line: int
+    end_line: int
+
+
+class SearchHit(FrozenModel):
+    """One ranked result. ``similarity_score`` is in [0, 1]; its meaning depends on the mode."""
+
+    chunk_id: str
+    repository_id: str
+    file_path: str
+    language: str | None
+    symbol: str | None
+    kind: str | None
+    start_line: int
+    end_line: int
+    content: str
+    similarity_score: float = Field(ge=0.0, le=1.0)
+    context_before: str = ""
+    context_after: str = ""
+    other_locations: list[Location] = Field(default_factory=list)
+    # The file is gone or its content differs from what was indexed (re-index to refresh).
+    stale: bool = False
+
+
+class SearchResult(FrozenModel):
+    """Ranked hits plus how many chunks matched before the limit (see README)."""
+
+    query: str
+    mode: SearchMode
+    hits: list[SearchHit]
+    total_count: int
+    latency_ms: float

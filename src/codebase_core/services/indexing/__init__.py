@@ -1,0 +1,14 @@
+"""Indexing: a repository's index brought up to date with its files, incrementally.
+
+- ``service``: ``IndexingService``, the use case, and ``IndexRun``, one call of it;
+- ``decisions``: what to re-chunk and delete, the model rule, the run's status (pure);
+- ``pipeline``: batches read, chunked, embedded and written with the stages overlapping;
+- ``early``: chunking of the first scanned files while the indexing lock is taken;
+- ``embedding``: vectors attached from the embedding cache, or embedded;
+- ``progress``: the progress callback and cancellation token a caller hands a run.
+"""
+
+from codebase_core.services.indexing.progress import CancellationToken, ProgressCallback
+from codebase_core.services.indexing.service import IndexingService, IndexRun
+
+__all__ = ["CancellationToken", "IndexRun", "IndexingService", "ProgressCallback"]

@@ -1,0 +1,294 @@
+"""IndexingService: brings a repository's index up to date with its files, incrementally.
+
+A run scans the files (while the repository's indexing lock is taken, chunking the first of
+them meanwhile: ``early``), decides what to do (``decisions``), reads, chunks, embeds and
+writes the changed files (``pipeline``), deletes what is gone, and records the repository.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePath
+
+from codebase_core import defaults
+from codebase_core.chunking import PreparedFile, ThreadChunking
+from codebase_core.errors import RepositoryBusy, ValidationFailed
+from codebase_core.models import (
+    IndexResult,
+    Repository,
+    ScanResult,
+    repository_id_for,
+    utcnow,
+)
+from codebase_core.ports import (
+    Chunker,
+    ChunkingPool,
+    ChunkingRun,
+    ChunkStore,
+    Embedder,
+    SourceTree,
+    TokenCounter,
+)
+from codebase_core.services.indexing import decisions
+from codebase_core.services.indexing.early import EarlyChunking
+from codebase_core.services.indexing.embedding import attach_vectors
+from codebase_core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
+from codebase_core.services.indexing.progress import CancellationToken, ProgressCallback, report
+
+
+@dataclass(slots=True)
+class IndexRun:
+    """One ``index`` call: what was asked, when it began, and the work it has under way."""
+
+    root: str
+    repo_id: str
+    name: str | None
+    force: bool
+    progress: ProgressCallback | None
+    token: CancellationToken
+    started: float
+    """``time.perf_counter()`` at the call (for ``duration_seconds``)."""
+    began: datetime
+    """When the run's snapshot began: ``indexed_at`` (a file modified after it may be newer
+    than what the run read; search marks such hits stale after checking their hash)."""
+    scan: asyncio.Future[ScanResult]
+    early: EarlyChunking
+
+
+@dataclass(slots=True)
+class _Counts:
+    """What a run has written and embedded so far."""
+
+    files_indexed: int = 0
+    chunks_created: int = 0
+    files_written: int = 0
+    embedded: int = 0
+    cached: int = 0
+    truncated: int = 0
+
+
+class IndexingService:
+    """Scans a repository, diffs by content hash, chunks, embeds and writes what changed.
+
+    Chunking is CPU-bound Python (tree-sitter and tiktoken hold the GIL): given a
+    ``chunking_pool`` (worker processes), ``workers`` > 1 and at least ``pool_min_files``
+    changed files, batches are chunked by that many workers (the chunker and token counter
+    must then be picklable), else in one thread.
+    """
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        source: SourceTree,
+        chunker: Chunker,
+        tokens: TokenCounter,
+        embedder: Embedder | None,
+        batch_files: int = defaults.INDEX_BATCH_FILES,
+        workers: int | None = None,
+        pool_min_files: int = defaults.INDEX_POOL_MIN_FILES,
+        chunking_pool: ChunkingPool | None = None,
+    ) -> None:
+        workers = defaults.index_workers() if workers is None else workers
+        if batch_files < 1 or workers < 1 or pool_min_files < 0:
+            raise ValueError("batch_files and workers must be >= 1, pool_min_files >= 0")
+        self._store = store
+        self._source = source
+        self._chunker = chunker
+        self._tokens = tokens
+        self._embedder = embedder
+        self._batch_files = batch_files
+        self._workers = workers
+        self._pool_min_files = pool_min_files
+        self._pool = chunking_pool
+
+    async def index(
+        self,
+        root: str,
+        *,
+        name: str | None = None,
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        wait: bool = True,
+    ) -> IndexResult:
+        """Index the repository at the absolute path ``root``.
+
+        Unchanged files (same sha256) are neither read past hashing, nor chunked nor embedded;
+        ``force`` re-chunks every file but still reuses cached embeddings. Removed files lose
+        their chunks. Per-file failures are reported in ``errors`` (status ``partial``).
+        Raises ``ValidationFailed`` for a bad root, ``ModelMismatch`` when the repository was
+        indexed with another embedding model and ``force`` is not set, ``Cancelled`` when
+        ``cancel`` is set (every file already written stays consistent), ``RepositoryBusy``
+        when another process indexes the same repository and ``wait`` is False (with ``wait``,
+        progress reports phase ``waiting`` and the run starts when the other ends).
+        """
+        started = time.perf_counter()
+        if not PurePath(root).is_absolute():
+            raise ValidationFailed("repo_path", root, "must be an absolute path")
+        repo_id = repository_id_for(root)
+        # The scan needs no database: it runs while the lock is taken, which may first start
+        # the embedded server. So does chunking of the first files scanned, in a thread.
+        began = utcnow()
+        scan = asyncio.ensure_future(self._source.scan(root))
+        threads = ThreadChunking(self._chunker, self._tokens)
+        early = EarlyChunking(
+            lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
+            self._batch_files,
+            scan,
+        )
+        run = IndexRun(
+            root=root,
+            repo_id=repo_id,
+            name=name,
+            force=force,
+            progress=progress,
+            token=cancel or CancellationToken(),
+            started=started,
+            began=began,
+            scan=scan,
+            early=early,
+        )
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=False))
+                    await early.stop()
+                except RepositoryBusy:
+                    await early.close()
+                    if not wait:
+                        raise
+                    # Another process indexes this repository: say so, then queue behind it,
+                    # and scan again once it is done.
+                    await report(progress, "waiting", 0, 1)
+                    await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=True))
+                    _discard(run.scan)
+                    run.began = utcnow()
+                    run.scan = asyncio.ensure_future(self._source.scan(root))
+                return await self._index_locked(run)
+        finally:
+            await early.close()
+            _discard(run.scan)
+        raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
+
+    async def _index_locked(self, run: IndexRun) -> IndexResult:
+        progress = run.progress
+        await report(progress, "scanning", 0, 1)
+        scan = await run.scan
+        await report(progress, "scanning", 1, 1)
+        run.token.raise_if_cancelled()
+
+        existing = await self._store.find_repository(run.root)
+        model = self._embedder.model if self._embedder is not None else None
+        dimension = self._embedder.dimension if self._embedder is not None else None
+        force = decisions.rechunk_all(existing, model, dimension, force=run.force, root=run.root)
+        repo_name = decisions.repository_name(run.name, existing, run.root)
+        if existing is None or existing.name != repo_name or existing.embedding_model != model:
+            # Register first so that files written below always belong to a known repository.
+            # With the model from the start: a run that fails midway leaves vectors of it, and
+            # a forced model change switches the store before any new vector is written.
+            base = existing or Repository(id=run.repo_id, name=repo_name, path=run.root)
+            await self._store.save_repository(
+                base.model_copy(
+                    update={
+                        "name": repo_name,
+                        "embedding_model": model,
+                        "embedding_dimension": dimension,
+                    }
+                )
+            )
+        stored = await self._store.file_hashes(run.repo_id)
+        changes = decisions.plan_changes(scan.files, stored, force)
+        errors = list(scan.errors)
+        total = len(changes.changed)
+        await report(progress, "chunking", 0, total)
+        units, rest = run.early.take(changes.changed)
+        size = self._batch_files
+        units.extend((len(b), b) for b in (rest[i : i + size] for i in range(0, len(rest), size)))
+        counts = _Counts()
+
+        async def embed(prepared: list[PreparedFile]) -> None:
+            if self._embedder is None:
+                return
+            embedded, cached, truncated = await attach_vectors(
+                self._store, self._embedder, prepared
+            )
+            counts.embedded += embedded
+            counts.cached += cached
+            counts.truncated += truncated
+
+        async def write(prepared: list[PreparedFile], n_files: int) -> None:
+            await self._store.replace_files(run.repo_id, prepared)
+            counts.files_indexed += len(prepared)
+            counts.chunks_created += sum(len(p.chunks) for p in prepared)
+            counts.files_written += n_files
+            await report(progress, "writing", counts.files_written, total)
+
+        def start_chunking() -> tuple[ChunkingRun, int]:
+            """Worker processes for many changed files (one batch each, one more ahead),
+            else one thread."""
+            if self._pool is not None and decisions.use_workers(
+                self._workers, len(rest), min_files=self._pool_min_files, batch_files=size
+            ):
+                processes = self._pool.start(self._workers, self._chunker, self._tokens)
+                return processes, self._workers + 1
+            return ThreadChunking(self._chunker, self._tokens), 1
+
+        prepare = functools.partial(read_and_chunk, self._source, run.root, run.repo_id)
+        await run_batches(units, Stages(prepare, embed, write), start_chunking, run.token, errors)
+
+        scanned = {e.path for e in scan.files}
+        to_delete = decisions.files_to_delete(changes.removed, errors, stored, scanned)
+        if to_delete:
+            await report(progress, "deleting", 0, len(to_delete))
+            await self._store.delete_files(run.repo_id, to_delete)
+            await report(progress, "deleting", len(to_delete), len(to_delete))
+
+        await report(progress, "optimizing", 0, 1)
+        await self._store.optimize()
+        await report(progress, "optimizing", 1, 1)
+
+        wrote = counts.files_indexed > 0 or bool(to_delete)
+        if wrote or existing is None or existing.embedding_model != model:
+            await self._store.save_repository(
+                Repository(
+                    id=run.repo_id,
+                    name=repo_name,
+                    path=run.root,
+                    embedding_model=model,
+                    embedding_dimension=dimension,
+                    indexed_at=run.began,
+                )
+            )
+        await report(progress, "done", total, total)
+        return IndexResult(
+            repository_id=run.repo_id,
+            repository_name=repo_name,
+            files_indexed=counts.files_indexed,
+            files_unchanged=changes.unchanged,
+            files_deleted=len(changes.removed),
+            chunks_created=counts.chunks_created,
+            chunks_embedded=counts.embedded,
+            embeddings_cached=counts.cached,
+            chunks_truncated=counts.truncated,
+            duration_seconds=round(time.perf_counter() - run.started, 3),
+            status=decisions.run_status(
+                failed_files=len(errors),
+                files_indexed=counts.files_indexed,
+                unchanged=changes.unchanged,
+                to_index=total,
+            ),
+            errors=errors,
+        )
+
+
+def _discard(work: asyncio.Future[ScanResult]) -> None:
+    """Drop work no longer wanted: cancelled if still running, its failure marked as seen."""
+    if not work.done():
+        work.cancel()
+    elif not work.cancelled():
+        work.exception()
