@@ -21,6 +21,8 @@ from codebase_core.models.indexing import (
     Repository,
     ScanEntry,
     ScanResult,
+    SkippedFile,
+    SkipReason,
     SourceFile,
 )
 from codebase_core.models.projects import (
@@ -99,6 +101,8 @@ __all__ = [
     "SearchMode",
     "SearchQuery",
     "SearchResult",
+    "SkipReason",
+    "SkippedFile",
     "SourceFile",
     "Task",
     "TaskPage",

@@ -83,11 +83,34 @@ class FileError(FrozenModel):
     error: str
 
 
+class SkipReason(StrEnum):
+    """Why a scan left a file (or a whole directory) out of the index."""
+
+    TOO_LARGE = "too_large"
+    BINARY = "binary"
+    MINIFIED = "minified"
+    SECRET = "secret"
+    LOCK_FILE = "lock_file"
+    IGNORED = "ignored"
+    """Matched by .gitignore, .ignore or .git/info/exclude."""
+    EXCLUDED_DIR = "excluded_dir"
+    """A directory never indexed (node_modules, virtualenvs, build outputs, ...)."""
+
+
+class SkippedFile(FrozenModel):
+    """A file, or a directory (its path ends with ``/``), that a scan left out, and why."""
+
+    path: str
+    reason: SkipReason
+
+
 class ScanResult(FrozenModel):
-    """Files found under a root, and files skipped with a reason worth reporting."""
+    """Files found under a root, files that failed with a reason worth reporting
+    (``errors``), and what was left out on purpose (``skipped``)."""
 
     files: list[ScanEntry]
     errors: list[FileError] = Field(default_factory=list)
+    skipped: list[SkippedFile] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +149,10 @@ class IndexResult(FrozenModel):
     duration_seconds: float
     status: IndexStatus
     errors: list[FileError] = Field(default_factory=list)
+    # What the scan left out on purpose: counts by SkipReason value, and each file (or
+    # directory, ending with "/") for detailed views.
+    files_skipped: dict[str, int] = Field(default_factory=dict)
+    skipped: list[SkippedFile] = Field(default_factory=list)
 
 
 ProgressPhase = Literal[

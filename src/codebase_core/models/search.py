@@ -172,3 +172,6 @@ class SearchResult(FrozenModel):
     hits: list[SearchHit]
     total_count: int
     latency_ms: float
+    # Repositories without vectors (indexed before an embedder was configured) that this
+    # semantic or hybrid search ranked lexically; re-indexing them adds their vectors.
+    lexical_only_repositories: list[str] = Field(default_factory=list)
