@@ -6,7 +6,7 @@ embedder), and each query is run through the library facade. A query is answered
 when the r-th hit lies in the gold function's file, overlaps its lines, and is at most 20 lines
 longer than it (so a merged bundle or a whole class does not count for one small function).
 
-    python -m bench.cosqa_eval [--embedder none|hash] [--modes lexical,semantic,hybrid]
+    python -m bench.cosqa_eval [--embedder none|hash|onnx|local] [--modes lexical,semantic,hybrid]
                                [--data ../shared/bench/cosqa] [--out bench/results/cosqa.json]
 """
 
@@ -82,8 +82,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t0 = time.perf_counter()
             indexed = await cb.index(root)
             index_s = time.perf_counter() - t0
+            (repo,) = await cb.repositories()
             out: dict[str, Any] = {
                 "embedder": args.embedder,
+                "model": repo.embedding_model,
                 "functions": n_functions,
                 "queries": len(queries),
                 "files": indexed.files_indexed,
@@ -108,7 +110,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--embedder", default="none", choices=["none", "hash"])
+    # onnx: the default model (all-MiniLM-L6-v2, int8 graph); local: the same model on torch.
+    p.add_argument("--embedder", default="none", choices=["none", "hash", "onnx", "local"])
     p.add_argument("--modes", default="lexical")
     p.add_argument("--data", default=str(DEFAULT_DATA))
     p.add_argument("--out", default=None)

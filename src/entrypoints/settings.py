@@ -36,9 +36,10 @@ class Settings(BaseSettings):
     )
 
     store: Literal["postgres", "memory"] = "postgres"
-    # auto: Ollama if it answers and has the model, else the local model if the extra is
-    # installed, else none (lexical search only). An explicit choice fails when unavailable.
-    embedder: Literal["auto", "ollama", "openai", "local", "hash", "none"] = "auto"
+    # auto: Ollama if it answers and has the model, else the ONNX model (built in), else the
+    # local model if the extra is installed, else none (lexical search only). An explicit
+    # choice fails when unavailable.
+    embedder: Literal["auto", "ollama", "onnx", "openai", "local", "hash", "none"] = "auto"
     hash_dimension: int = Field(default=defaults.HASH_DIMENSION, ge=8, le=4096)
     project: str = "default"
     data_dir: Path = Field(default_factory=_default_data_dir)
@@ -81,7 +82,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("CODEBASE_MCP_OPENAI_API_KEY", "OPENAI_API_KEY"),
     )
     local_model: str = defaults.LOCAL_MODEL
-    # Texts per request (HTTP) or per forward pass (local).
+    # The ONNX embedder: a hub repository with an ONNX graph (the default model is built in),
+    # or a local model folder (wins when set), the graph's path inside either (unset:
+    # model.onnx or onnx/model.onnx), and whether to run an int8 graph derived from it
+    # (cached in data_dir/models).
+    onnx_model: str = defaults.ONNX_MODEL
+    onnx_model_dir: Path | None = None
+    onnx_file: str | None = None
+    onnx_quantize: bool = defaults.ONNX_QUANTIZE
+    # Texts per request (HTTP) or per forward pass (onnx, local).
     embedding_batch_size: int = Field(default=defaults.EMBEDDING_BATCH_SIZE, ge=1, le=2048)
     # HTTP requests in flight at once.
     embedding_concurrency: int = Field(default=defaults.EMBEDDING_CONCURRENCY, ge=1, le=64)

@@ -3,8 +3,8 @@
 Every contract test runs against each factory: the in-memory reference adapters and the
 Postgres ones (a fresh project schema per test on the session's test server); the hashing
 embedder, the HTTP embedders against real servers on 127.0.0.1 (``tests.embedding_servers``),
-and the local model when the ``local`` extra is installed (one instance for the session: it
-takes seconds to load).
+the default ONNX model, and the local model when the ``local`` extra is installed (one instance
+each for the session: a model takes seconds to load or derive).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
 from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
 from adapters.ollama import OllamaEmbedder
+from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo
 from codebase_core.ports import ChunkStore, Embedder, TaskRepo
@@ -107,12 +108,27 @@ async def _local(request: pytest.FixtureRequest) -> AsyncIterator[LocalEmbedder]
     yield embedder
 
 
+@pytest.fixture(scope="session")
+def _onnx_embedder(tmp_path_factory: pytest.TempPathFactory) -> OnnxEmbedder:
+    """The default embedder (its int8 graph derived once for the session, into a temporary
+    cache)."""
+    return OnnxEmbedder(cache_dir=tmp_path_factory.mktemp("onnx-models"))
+
+
+@asynccontextmanager
+async def _onnx(request: pytest.FixtureRequest) -> AsyncIterator[OnnxEmbedder]:
+    embedder: OnnxEmbedder = request.getfixturevalue("_onnx_embedder")
+    await embedder.open()
+    yield embedder
+
+
 CHUNK_STORES: dict[str, Factory] = {"memory": _memory_store, "postgres": _pg_store}
 TASK_REPOS: dict[str, Factory] = {"memory": _memory_tasks, "postgres": _pg_tasks}
 EMBEDDERS: dict[str, Factory] = {
     "hash": _hashing,
     "hash-64": _hashing_64,
     "ollama": _ollama,
+    "onnx": _onnx,
     "openai": _openai,
 }
 if local_extra_installed():

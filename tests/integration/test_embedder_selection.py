@@ -31,6 +31,12 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One data folder for the module: the ONNX model's int8 graph is derived into it once."""
+    return tmp_path_factory.mktemp("selection-data")
+
+
 async def test_auto_takes_ollama_when_it_answers_with_the_model(
     client: httpx.AsyncClient,
 ) -> None:
@@ -41,25 +47,61 @@ async def test_auto_takes_ollama_when_it_answers_with_the_model(
     assert choice.embedder.dimension == 32
 
 
-async def test_auto_skips_an_ollama_without_the_model(
-    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+async def test_auto_skips_an_ollama_without_the_model_for_the_onnx_model(
+    client: httpx.AsyncClient, data_dir: Path
 ) -> None:
-    monkeypatch.setattr(container_module, "local_extra_installed", lambda: False)
     with embedding_server(models=set()) as server:
-        choice = await choose_embedder(config(embedder="auto", ollama_base_url=server.url), client)
-    assert (choice.chosen, choice.embedder) == ("none", None)
+        choice = await choose_embedder(
+            config(embedder="auto", ollama_base_url=server.url, data_dir=data_dir), client
+        )
+    assert choice.chosen == "onnx" and choice.embedder is not None
+    assert choice.embedder.model == "onnx/all-MiniLM-L6-v2-int8"
+    assert choice.embedder.dimension == 384
     assert "does not have nomic-embed-text:latest" in choice.reason
-    assert "lexical search only" in choice.reason
+    assert "the ONNX model loaded" in choice.reason
 
 
-async def test_auto_without_ollama_or_the_extra_is_lexical_only(
-    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+async def test_auto_without_ollama_takes_the_onnx_model_even_with_the_extra(
+    client: httpx.AsyncClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(container_module, "local_extra_installed", lambda: True)
+    url = f"http://127.0.0.1:{unused_port()}"
+    choice = await choose_embedder(
+        config(embedder="auto", ollama_base_url=url, data_dir=data_dir), client
+    )
+    assert choice.chosen == "onnx" and choice.embedder is not None
+    assert url in choice.reason and "not reachable" in choice.reason
+    result = await choice.embedder.embed_documents(["def f(): pass"])
+    assert len(result.vectors[0]) == 384
+
+
+async def test_auto_without_ollama_the_onnx_model_or_the_extra_is_lexical_only(
+    client: httpx.AsyncClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(container_module, "local_extra_installed", lambda: False)
     url = f"http://127.0.0.1:{unused_port()}"
-    choice = await choose_embedder(config(embedder="auto", ollama_base_url=url), client)
+    missing = tmp_path / "no-model"
+    choice = await choose_embedder(
+        config(embedder="auto", ollama_base_url=url, onnx_model_dir=missing), client
+    )
     assert (choice.chosen, choice.embedder) == ("none", None)
     assert url in choice.reason and "not reachable" in choice.reason
+    assert f"CODEBASE_MCP_ONNX_MODEL_DIR={missing}: no such folder" in choice.reason
+    assert "the local extra is not installed: lexical search only" in choice.reason
+
+
+async def test_onnx_chosen_explicitly(
+    client: httpx.AsyncClient, data_dir: Path, tmp_path: Path
+) -> None:
+    choice = await choose_embedder(config(embedder="onnx", data_dir=data_dir), client)
+    assert choice.chosen == "onnx" and choice.reason == "CODEBASE_MCP_EMBEDDER=onnx"
+    assert choice.embedder is not None and choice.embedder.model == "onnx/all-MiniLM-L6-v2-int8"
+    packaged = await choose_embedder(
+        config(embedder="onnx", data_dir=data_dir, onnx_quantize=False), client
+    )
+    assert packaged.embedder is not None and packaged.embedder.model == "onnx/all-MiniLM-L6-v2"
+    with pytest.raises(EmbedderUnavailable, match="CODEBASE_MCP_ONNX_MODEL_DIR="):
+        await choose_embedder(config(embedder="onnx", onnx_model_dir=tmp_path / "nowhere"), client)
 
 
 async def test_an_explicit_choice_fails_loudly(client: httpx.AsyncClient) -> None:

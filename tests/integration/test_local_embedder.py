@@ -61,15 +61,17 @@ async def test_finds_functions_by_paraphrase_in_postgres(
             assert (path, symbol) in found, (query, found)
 
 
-async def test_auto_without_ollama_takes_the_local_model() -> None:
+async def test_auto_without_ollama_or_the_onnx_model_takes_the_local_model(
+    tmp_path: Path,
+) -> None:
     url = f"http://127.0.0.1:{unused_port()}"
-    settings = Settings(embedder="auto", ollama_base_url=url)
+    settings = Settings(embedder="auto", ollama_base_url=url, onnx_model_dir=tmp_path / "none")
     async with httpx.AsyncClient() as client:
         choice = await choose_embedder(settings.model_dump(), client)
     assert choice.chosen == "local" and choice.embedder is not None
     assert choice.embedder.model == "local/sentence-transformers/all-MiniLM-L6-v2"
     assert choice.embedder.dimension == 384
-    assert "not reachable" in choice.reason
+    assert "not reachable" in choice.reason and "CODEBASE_MCP_ONNX_MODEL_DIR=" in choice.reason
 
 
 async def test_vectors_are_unit_length_and_queries_rank_related_code() -> None:

@@ -15,6 +15,7 @@ from adapters.filesystem import LocalSourceTree
 from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder
 from adapters.ollama import OllamaEmbedder
+from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
 from adapters.postgres import AnnConfig, PgDatabase
 from adapters.remote_embedding import HttpEmbeddingOptions
@@ -40,7 +41,15 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "openai_base_url": [(OpenAICompatibleEmbedder, "base_url")],
     "openai_embedding_model": [(OpenAICompatibleEmbedder, "model")],
     "local_model": [(LocalEmbedder, "model")],
-    "embedding_batch_size": [(HttpEmbeddingOptions, "batch_size"), (LocalEmbedder, "batch_size")],
+    "onnx_model": [(OnnxEmbedder, "model")],
+    "onnx_model_dir": [(OnnxEmbedder, "model_dir")],
+    "onnx_file": [(OnnxEmbedder, "graph_file")],
+    "onnx_quantize": [(OnnxEmbedder, "quantize")],
+    "embedding_batch_size": [
+        (HttpEmbeddingOptions, "batch_size"),
+        (OnnxEmbedder, "batch_size"),
+        (LocalEmbedder, "batch_size"),
+    ],
     "embedding_concurrency": [(HttpEmbeddingOptions, "max_in_flight")],
     "embedding_timeout": [(HttpEmbeddingOptions, "timeout_s")],
     "embedding_retries": [(HttpEmbeddingOptions, "retries")],

@@ -1,4 +1,4 @@
-"""A sentence-transformers model in this process (``pip install 'codebase-mcp[local]'``)."""
+"""A sentence-transformers model in this process (the ``local`` extra: ``pip install -e '.[local]'`` in a clone)."""
 
 from adapters.local.embedder import DEFAULT_MODEL, LocalEmbedder, local_extra_installed
 

