@@ -40,19 +40,29 @@ def check_one_model(held: HeldVectors, model: str | None, dimension: int | None 
 
 
 def mismatch_message(held: HeldVectors, model: str | None, dimension: int | None) -> str:
-    """The one text of a ``ModelMismatch``: who holds what, what was offered, and the fixes."""
+    """The one text of a ``ModelMismatch``: who holds what, what was offered, and the fix that
+    works for it (names of both interfaces: MCP parameters, then the CLI command)."""
     where = "this project"
     if held.repository is not None:
         where = f"repository {held.repository!r}"
         if held.repository_id is not None:
             where += f" ({held.repository_id})"
     path = held.path or "PATH"
-    return (
-        f"{where} holds {_describe(held.model, held.dimension, 'no vectors (indexed without an embedder)')}, "
-        f"the embedder in use gives {_describe(model, dimension, 'none (no embedder)')}; a project holds vectors of one model: re-index with "
-        f"force_reindex (CLI: codebase-mcp index {path} --force) using one embedding model, "
-        "search with mode='lexical' meanwhile, or use another project (CODEBASE_MCP_PROJECT)"
-    )
+    holds = _describe(held.model, held.dimension, "no vectors (indexed without an embedder)")
+    gives = _describe(model, dimension, "none (no embedder)")
+    if held.model is None and held.dimension is None:
+        # Nothing to drop: a plain incremental run re-chunks it whole with the embedder.
+        fix = (
+            f"re-index it to add its vectors (index_repository, no force_reindex needed; CLI: "
+            f"codebase-mcp index {path}); searches rank it lexically meanwhile"
+        )
+    else:
+        fix = (
+            "a project holds vectors of one model: re-index with force_reindex (CLI: "
+            f"codebase-mcp index {path} --force) using one embedding model, search with "
+            "mode='lexical' meanwhile, or use another project (CODEBASE_MCP_PROJECT)"
+        )
+    return f"{where} holds {holds}, the embedder in use gives {gives}; {fix}"
 
 
 def _describe(model: str | None, dimension: int | None, nothing: str) -> str:

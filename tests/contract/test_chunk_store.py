@@ -474,6 +474,32 @@ async def test_one_embedding_model_per_store(chunk_store: ChunkStore) -> None:
     assert hits == [] and total == 0
 
 
+async def test_a_repository_without_vectors_may_gain_the_project_model(
+    chunk_store: ChunkStore,
+) -> None:
+    m1 = {"embedding_model": "m1", "embedding_dimension": 2}
+    await chunk_store.save_repository(repo().model_copy(update=m1))
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", "a.py", ["def a():\n    return 1"], [[0.6, 0.8]])]
+    )
+    # Indexed without an embedder beside it: allowed, and then it may take the same model
+    # (an incremental run adds its vectors), but not another one.
+    lexical_only = repo("r2", "/repos/r2", "r2")
+    await chunk_store.save_repository(lexical_only)
+    await chunk_store.replace_files("r2", [file_batch("r2", "b.py", ["def b():\n    return 2"])])
+    with pytest.raises(ModelMismatch, match="force_reindex"):
+        await chunk_store.save_repository(
+            lexical_only.model_copy(update={"embedding_model": "m2", "embedding_dimension": 2})
+        )
+    await chunk_store.save_repository(lexical_only.model_copy(update=m1))
+    await chunk_store.replace_files(
+        "r2", [file_batch("r2", "b.py", ["def b():\n    return 2"], [[0.8, 0.6]])]
+    )
+    hits, total = await chunk_store.vector_search([0.8, 0.6], NO_FILTER, 5)
+    assert total == 2 and hits[0].chunk.repository_id == "r2"
+    assert {r.embedding_model for r in await chunk_store.list_repositories()} == {"m1"}
+
+
 async def test_indexing_lock_without_wait_refuses_a_held_repository(
     chunk_store: ChunkStore,
 ) -> None:

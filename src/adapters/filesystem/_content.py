@@ -13,6 +13,7 @@ import re
 import stat
 
 from codebase_core.errors import ValidationFailed
+from codebase_core.models import SkipReason
 
 SNIFF_BYTES = 8192
 MINIFIED_MIN_BYTES = 2048
@@ -44,12 +45,22 @@ def inside(path: str, root: str) -> bool:
 
 def read_regular(path: str, limit: int | None, *, follow: bool) -> bytes | None:
     """The bytes of a regular file; None for anything else or a file over ``limit`` bytes."""
+    data = read_checked(path, limit, follow=follow)
+    return data if isinstance(data, bytes) else None
+
+
+def read_checked(path: str, limit: int | None, *, follow: bool) -> bytes | SkipReason | None:
+    """``read_regular``, telling why it read nothing: None for what is not a regular file,
+    ``TOO_LARGE`` for a file over ``limit`` bytes (known from the ``fstat`` the read makes
+    anyway)."""
     # O_NONBLOCK: a FIFO swapped in after listing must not hang the scan.
     fd = os.open(path, _OPEN_FLAGS if follow else _OPEN_FLAGS | _NOFOLLOW)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
+        if not stat.S_ISREG(st.st_mode):
             return None
+        if limit is not None and st.st_size > limit:
+            return SkipReason.TOO_LARGE
         parts: list[bytes] = []
         total = 0
         want = st.st_size + 1
@@ -61,7 +72,7 @@ def read_regular(path: str, limit: int | None, *, follow: bool) -> bytes | None:
             total += len(chunk)
             want = 1 << 16
         if limit is not None and total > limit:
-            return None
+            return SkipReason.TOO_LARGE  # grew past the limit since the fstat
         return parts[0] if len(parts) == 1 else b"".join(parts)
     finally:
         os.close(fd)

@@ -11,7 +11,7 @@ from adapters.filesystem._content import (
     inside,
     looks_binary,
     looks_minified,
-    read_regular,
+    read_checked,
     reason,
 )
 from adapters.filesystem._rules import (
@@ -24,11 +24,14 @@ from adapters.filesystem._rules import (
     secret_name,
 )
 from codebase_core.languages import language_for_path
-from codebase_core.models import FileError, ScanEntry, ScanResult
+from codebase_core.models import FileError, ScanEntry, ScanResult, SkippedFile, SkipReason
 
 
 class Scan:
-    """One walk of one root; collects entries and errors."""
+    """One walk of one root; collects entries, errors, and what it left out and why.
+
+    Every reason is known from what the walk reads anyway (names, the ignore rules, the one
+    ``fstat`` and read of each file): recording it costs no extra system call."""
 
     def __init__(
         self,
@@ -43,6 +46,7 @@ class Scan:
         self.extra = extra
         self.files: list[ScanEntry] = []
         self.errors: list[FileError] = []
+        self.skipped: list[SkippedFile] = []
 
     def run(self) -> ScanResult:
         exclude = None
@@ -55,7 +59,8 @@ class Scan:
             self._scan_dir(*stack.pop(), stack)
         self.files.sort(key=attrgetter("path"))
         self.errors.sort(key=attrgetter("path"))
-        return ScanResult(files=self.files, errors=self.errors)
+        self.skipped.sort(key=attrgetter("path"))
+        return ScanResult(files=self.files, errors=self.errors, skipped=self.skipped)
 
     def _scan_dir(
         self, directory: str, prefix: str, rules: Rules, stack: list[tuple[str, str, Rules]]
@@ -70,6 +75,7 @@ class Scan:
         for entry in entries:
             name = entry.name
             if name == "pyvenv.cfg" and prefix:
+                self._skip(prefix, SkipReason.EXCLUDED_DIR)  # a virtualenv by another name
                 return
             if name == ".ignore":
                 ignore_file = entry
@@ -84,11 +90,18 @@ class Scan:
             rel = prefix + name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if name not in EXCLUDED_DIRS and not self._ignored(rel + "/", rules):
+                    if name in EXCLUDED_DIRS:
+                        self._skip(rel + "/", SkipReason.EXCLUDED_DIR)
+                    elif self._ignored(rel + "/", rules):
+                        self._skip(rel + "/", SkipReason.IGNORED)
+                    else:
                         stack.append((entry.path, rel + "/", rules))
                 elif entry.is_file(follow_symlinks=False):
-                    if not self._excluded_file(name, rel, rules):
+                    why = self._excluded_file(name, rel, rules)
+                    if why is None:
                         self._add_file(entry.path, rel, follow=False)
+                    else:
+                        self._skip(rel, why)
                 elif entry.is_symlink():
                     self._add_symlink(entry.path, name, rel, rules)
             except OSError as e:
@@ -136,13 +149,17 @@ class Scan:
             return True
         return rules.ignored(rel)
 
-    def _excluded_file(self, name: str, rel: str, rules: Rules) -> bool:
-        return (
-            name in LOCK_FILES
-            or name.endswith(MINIFIED_SUFFIXES)
-            or (not self.allow_secrets and secret_name(rel))
-            or self._ignored(rel, rules)
-        )
+    def _excluded_file(self, name: str, rel: str, rules: Rules) -> SkipReason | None:
+        """Why a file is left out by its name or the ignore rules (the cheap checks first)."""
+        if name in LOCK_FILES:
+            return SkipReason.LOCK_FILE
+        if name.endswith(MINIFIED_SUFFIXES):
+            return SkipReason.MINIFIED
+        if not self.allow_secrets and secret_name(rel):
+            return SkipReason.SECRET
+        if self._ignored(rel, rules):
+            return SkipReason.IGNORED
+        return None
 
     def _add_symlink(self, link: str, name: str, rel: str, rules: Rules) -> None:
         target = os.path.realpath(link)
@@ -151,21 +168,28 @@ class Scan:
         target_rel = os.path.relpath(target, self.root).replace(os.sep, "/")
         if not VCS_DIRS.isdisjoint(target_rel.split("/")):
             return
-        if self._excluded_file(name, rel, rules):
-            return
-        if not self.allow_secrets and secret_name(target_rel):
+        why = self._excluded_file(name, rel, rules)
+        if why is None and not self.allow_secrets and secret_name(target_rel):
+            why = SkipReason.SECRET
+        if why is not None:
+            self._skip(rel, why)
             return
         self._add_file(target, rel, follow=True)
 
     def _add_file(self, path: str, rel: str, *, follow: bool) -> None:
         try:
-            data = read_regular(path, self.max_file_bytes, follow=follow)
+            data = read_checked(path, self.max_file_bytes, follow=follow)
         except OSError as e:
             self._error(rel, e)
             return
-        if data is None or looks_binary(data) or looks_minified(data):
+        if data is None:  # not a regular file (a FIFO swapped in): nothing to index
             return
-        if not self.allow_secrets and has_private_key(data):
+        if isinstance(data, SkipReason):
+            self._skip(rel, data)
+            return
+        why = self._content_reason(data)
+        if why is not None:
+            self._skip(rel, why)
             return
         self.files.append(
             ScanEntry(
@@ -175,6 +199,18 @@ class Scan:
                 language=language_for_path(rel),
             )
         )
+
+    def _content_reason(self, data: bytes) -> SkipReason | None:
+        if looks_binary(data):
+            return SkipReason.BINARY
+        if looks_minified(data):
+            return SkipReason.MINIFIED
+        if not self.allow_secrets and has_private_key(data):
+            return SkipReason.SECRET
+        return None
+
+    def _skip(self, rel: str, why: SkipReason) -> None:
+        self.skipped.append(SkippedFile(path=rel, reason=why))
 
     def _error(self, rel: str, e: OSError) -> None:
         self.errors.append(FileError(path=rel, error=reason(e)))

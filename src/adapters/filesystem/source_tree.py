@@ -11,7 +11,10 @@ What ``scan`` leaves out, and how:
   more than 5% control bytes); files over ``max_file_bytes``; likely secrets, by name and by a
   ``-----BEGIN ... PRIVATE KEY-----`` line in the first 8 KiB, unless ``allow_secrets``. The
   built-ins are hard because a common whitelist idiom (``*`` then ``!*/``) would otherwise
-  re-include ``node_modules``. All of these are silent: they are choices, not failures.
+  re-include ``node_modules``. These are choices, not failures: each file or directory left
+  out is recorded in ``ScanResult.skipped`` with its ``SkipReason`` (a directory not descended
+  into is one entry whose path ends with ``/``; ``extra_excludes`` count as ``ignored``), except
+  VCS directories, present in every checkout, and symlinks leading outside the root.
 - Ignore files, with ripgrep's precedence: a match in any ``.ignore`` (the nearest file with a
   matching rule decides, last rule wins within a file) beats any ``.gitignore``, which beats the
   root's ``.git/info/exclude``. Each file applies relative to its own directory. ``.gitignore``

@@ -92,7 +92,7 @@ class SkipReason(StrEnum):
     SECRET = "secret"
     LOCK_FILE = "lock_file"
     IGNORED = "ignored"
-    """Matched by .gitignore, .ignore or .git/info/exclude."""
+    """Matched by .gitignore, .ignore, .git/info/exclude or the configured exclude patterns."""
     EXCLUDED_DIR = "excluded_dir"
     """A directory never indexed (node_modules, virtualenvs, build outputs, ...)."""
 

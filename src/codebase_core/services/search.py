@@ -9,69 +9,108 @@
 - semantic: chunks with vectors that pass the filters;
 - lexical: chunks passing the filters that contain at least one query term;
 - hybrid: the larger of the two (every embedded chunk is a semantic candidate).
+
+The embedder may arrive as a provider, resolved on first need: only a semantic search, or a
+hybrid one whose repositories hold vectors, needs it. So a lexical search, or a hybrid search
+of a project indexed without vectors, never loads a model (a hybrid search with no vectors to
+compare is answered lexically, and says ``mode: lexical``).
+
+Mixed projects: a repository indexed without vectors, beside repositories that hold them, is
+ranked lexically and named in ``SearchResult.lexical_only_repositories`` until a re-index adds
+its vectors. In hybrid mode its chunks enter through the lexical list, as every chunk's may.
+In semantic mode a lexical search restricted to those repositories is fused with the semantic
+list, with the hybrid fusion (so the scores are fused ones) and its chunks count in
+``total_count``. A repository holding vectors of another model still raises ``ModelMismatch``:
+its vectors cannot be compared with the query's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter, defaultdict
-from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
 
 from codebase_core import lexical
-from codebase_core.errors import EmbedderUnavailable, RepositoryNotFound
+from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig, fuse
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import (
-    CONTEXT_LINES,
-    Chunk,
-    Location,
     Repository,
     ScoredChunk,
-    SearchHit,
+    SearchFilters,
     SearchMode,
     SearchQuery,
     SearchResult,
-    context_lines,
-    split_lines,
 )
 from codebase_core.ports import ChunkStore, Embedder, SourceTree
+from codebase_core.services.hits import build_hits, collapse
+from codebase_core.services.together import together
 
-A = TypeVar("A")
-B = TypeVar("B")
-
-# Two hits of one file whose line ranges share at least this fraction of the shorter range are
-# "mostly the same lines"; the lower-ranked one is dropped.
-OVERLAP_DROP = 0.5
+EmbedderProvider = Callable[[], Awaitable[Embedder | None]]
+"""Gives the embedder in use (None: lexical search only), choosing and opening it if need be."""
 
 
-async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
-    """Both results, run concurrently; if one fails, the other is cancelled (and awaited)
-    and the failure is raised as is (no stray task left running, no exception group)."""
-    a, b = asyncio.ensure_future(first), asyncio.ensure_future(second)
-    try:
-        # Whichever fails first stops the other (awaiting ``a`` then ``b`` would let ``a``
-        # run on after ``b`` failed).
-        await asyncio.wait((a, b), return_when=asyncio.FIRST_EXCEPTION)
-        for task in (a, b):
-            failure = task.exception() if task.done() and not task.cancelled() else None
-            if failure is not None:
-                raise failure
-        return a.result(), b.result()
-    except BaseException:
-        for task in (a, b):
-            task.cancel()
-        await asyncio.gather(a, b, return_exceptions=True)
-        raise
+def no_semantic_model() -> EmbedderUnavailable:
+    """The error of a semantic search with no embedder. Neutral: each interface appends the
+    fix in its own syntax, recognising it by ``details["need"]``."""
+    return EmbedderUnavailable(
+        "semantic search needs an embedding model, and none is in use (a lexical search "
+        "needs none)",
+        need="semantic_model",
+    )
 
 
-def _overlap_fraction(a: Chunk, b: Chunk) -> float:
-    shared = min(a.end_line, b.end_line) - max(a.start_line, b.start_line) + 1
-    if shared <= 0:
-        return 0.0
-    shorter = min(a.end_line - a.start_line, b.end_line - b.start_line) + 1
-    return shared / shorter
+class _LazyEmbedder:
+    """An embedder given as is, or by a provider called on first need (again after a failure)."""
+
+    def __init__(self, source: Embedder | EmbedderProvider | None) -> None:
+        # An embedder is told from a provider by its type (an isinstance check against the
+        # protocol would read its properties, which an embedder not yet opened may refuse).
+        self._provider: EmbedderProvider | None = None
+        self._value: Embedder | None = None
+        if source is not None and getattr(type(source), "embed_query", None) is None:
+            self._provider = cast(EmbedderProvider, source)
+        else:
+            self._value = cast(Embedder | None, source)
+        self._lock = asyncio.Lock()
+
+    @property
+    def resolved(self) -> bool:
+        return self._provider is None
+
+    @property
+    def value(self) -> Embedder | None:
+        """The embedder, once ``resolved``."""
+        return self._value
+
+    async def get(self) -> Embedder | None:
+        async with self._lock:
+            if self._provider is not None:
+                self._value = await self._provider()
+                self._provider = None
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The repositories a search covers that hold chunks, with vectors and without."""
+
+    vectored: list[Repository]
+    lexical_only: list[Repository]
+
+
+@dataclass(slots=True)
+class _Dense:
+    """The semantic half of a search, and what it ranked lexically instead."""
+
+    hits: list[ScoredChunk]
+    total: int
+    lexical_only: list[Repository]
+    extra: list[ScoredChunk] = field(default_factory=list)
+    """Semantic mode: lexical hits of the ``lexical_only`` repositories."""
+    extra_total: int = 0
 
 
 class SearchService:
@@ -80,193 +119,177 @@ class SearchService:
     def __init__(
         self,
         store: ChunkStore,
-        embedder: Embedder | None,
+        embedder: Embedder | EmbedderProvider | None,
         fusion: FusionConfig | None = None,
         source: SourceTree | None = None,
     ) -> None:
-        """``source`` reads the repositories on disk to mark hits ``stale``; without it no hit
-        is marked (a library user searching an index whose sources are elsewhere)."""
+        """``embedder``: the embedder, None for lexical search only, or an async provider of
+        either, called when a search first needs it. ``source`` reads the repositories on disk
+        to mark hits ``stale``; without it no hit is marked (a library user searching an index
+        whose sources are elsewhere)."""
         self._store = store
-        self._embedder = embedder
+        self._embedder = _LazyEmbedder(embedder)
         self._fusion = fusion or FusionConfig()
         self._source = source
 
     @property
     def default_mode(self) -> SearchMode:
-        """Hybrid when an embedder is configured, lexical otherwise."""
-        return SearchMode.HYBRID if self._embedder is not None else SearchMode.LEXICAL
+        """Hybrid, unless the service is known to have no embedder (a provider not yet
+        called counts as one: a hybrid search without an embedder falls back to lexical)."""
+        if self._embedder.resolved and self._embedder.value is None:
+            return SearchMode.LEXICAL
+        return SearchMode.HYBRID
 
     async def search(self, query: SearchQuery) -> SearchResult:
-        """Rank chunks for ``query``; see the module docstring for scores and counts."""
+        """Rank chunks for ``query``; see the module docstring for scores and counts.
+
+        Raises ``EmbedderUnavailable`` (``details["need"] == "semantic_model"``) for a
+        semantic search without an embedder, ``ModelMismatch`` when a repository searched
+        holds vectors of another model, ``RepositoryNotFound`` for an unknown
+        ``repository_id`` filter of a semantic or hybrid search.
+        """
         started = time.perf_counter()
         mode = query.mode
-        if self._embedder is None and mode is SearchMode.HYBRID:
-            mode = SearchMode.LEXICAL
-        if self._embedder is None and mode is SearchMode.SEMANTIC:
-            raise EmbedderUnavailable(
-                "semantic search needs an embedder: set CODEBASE_MCP_EMBEDDER "
-                "(e.g. 'hash') and re-index, or search with mode='lexical'"
-            )
         # Candidates per retrieval: fusion needs its depth; one list alone needs only slack for
         # the near-duplicates that collapsing drops.
         depth = query.limit * 3
-        if mode is SearchMode.HYBRID:
+        if mode is not SearchMode.LEXICAL:
             depth = max(self._fusion.depth(query.limit), depth)
-        semantic: list[ScoredChunk] = []
+        dense: _Dense | None = None
         lexical_hits: list[ScoredChunk] = []
-        sem_total = lex_total = 0
-
-        async def dense() -> tuple[list[ScoredChunk], int]:
-            embedder = self._embedder
-            assert embedder is not None
-
-            async def vectors() -> tuple[list[ScoredChunk], int]:
-                vector = await embedder.embed_query(query.text)
-                return await self._store.vector_search(vector, query.filters, depth)
-
-            # The model check beside the search (a pooled store runs them on two
-            # connections); a mismatch raises and the search's result is dropped.
-            _, (raw, total) = await _together(self._check_models(query, embedder), vectors())
-            cosine_to_unit = [
-                ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
-                for s in raw
-            ]
-            return cosine_to_unit, total
-
-        async def sparse() -> tuple[list[ScoredChunk], int]:
-            terms = lexical.query_terms(query.text)
-            if not terms:
-                return [], 0
-            return await self._store.lexical_search(terms, query.filters, depth)
-
+        lex_total = 0
         if mode is SearchMode.HYBRID:
             # Both retrievals at once (a pooled store runs them on two connections).
-            (semantic, sem_total), (lexical_hits, lex_total) = await _together(dense(), sparse())
+            dense, (lexical_hits, lex_total) = await together(
+                self._dense(query, mode, depth), self._sparse(query.text, query.filters, depth)
+            )
         elif mode is SearchMode.SEMANTIC:
-            semantic, sem_total = await dense()
+            dense = await self._dense(query, mode, depth)
+            if dense is None:
+                raise no_semantic_model()
         else:
-            lexical_hits, lex_total = await sparse()
-        if mode is SearchMode.HYBRID:
-            ranked = fuse(semantic, lexical_hits, self._fusion)
-            total = max(sem_total, lex_total)
-        elif mode is SearchMode.SEMANTIC:
-            ranked, total = semantic, sem_total
+            lexical_hits, lex_total = await self._sparse(query.text, query.filters, depth)
+        if dense is None:
+            # Lexical asked for, or hybrid without an embedder or without vectors to compare.
+            mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
+        elif mode is SearchMode.HYBRID:
+            ranked = fuse(dense.hits, lexical_hits, self._fusion)
+            total = max(dense.total, lex_total)
+        elif dense.extra and dense.hits:
+            ranked = fuse(dense.hits, dense.extra, self._fusion)
+            total = dense.total + dense.extra_total
         else:
-            ranked, total = lexical_hits, lex_total
-        hits = await self._build_hits(self._collapse(ranked, query.limit))
+            ranked = dense.hits or dense.extra
+            total = dense.total + dense.extra_total
+        hits = await build_hits(self._store, self._source, collapse(ranked, query.limit))
         return SearchResult(
             query=query.text,
             mode=mode,
             hits=hits,
             total_count=total,
             latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
+            lexical_only_repositories=sorted(r.name for r in dense.lexical_only) if dense else [],
         )
 
-    async def _check_models(self, query: SearchQuery, embedder: Embedder) -> None:
+    async def _dense(self, query: SearchQuery, mode: SearchMode, depth: int) -> _Dense | None:
+        """The semantic half, or None when there is none: no embedder, or (hybrid) no vectors
+        in the repositories searched."""
+        lazy = self._embedder
+        if lazy.resolved:
+            embedder = lazy.value
+            if embedder is None:
+                return None
+            # The scope is listed and checked beside the vector search (a pooled store runs
+            # them on two connections); a refusal raises and the search's result is dropped.
+            (scope, (extra, extra_total)), (raw, total) = await together(
+                self._checked_scope(query, mode, depth, embedder),
+                self._vectors(query, embedder, depth),
+            )
+            if mode is SearchMode.HYBRID and not scope.vectored:
+                return None
+        else:
+            scope = await self._scope(query)
+            if mode is SearchMode.HYBRID and not scope.vectored:
+                return None  # nothing to compare: no model is loaded for it
+            embedder = await lazy.get()
+            if embedder is None:
+                return None
+            _check_models(scope, embedder)
+            raw, total = [], 0
+            if scope.vectored:
+                raw, total = await self._vectors(query, embedder, depth)
+            extra, extra_total = await self._lexical_only_hits(query, mode, depth, scope)
+        return _Dense(
+            hits=[
+                ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
+                for s in raw
+            ],
+            total=total,
+            lexical_only=scope.lexical_only,
+            extra=extra,
+            extra_total=extra_total,
+        )
+
+    async def _vectors(
+        self, query: SearchQuery, embedder: Embedder, depth: int
+    ) -> tuple[list[ScoredChunk], int]:
+        vector = await embedder.embed_query(query.text)
+        return await self._store.vector_search(vector, query.filters, depth)
+
+    async def _checked_scope(
+        self, query: SearchQuery, mode: SearchMode, depth: int, embedder: Embedder
+    ) -> tuple[_Scope, tuple[list[ScoredChunk], int]]:
+        scope = await self._scope(query)
+        _check_models(scope, embedder)
+        return scope, await self._lexical_only_hits(query, mode, depth, scope)
+
+    async def _scope(self, query: SearchQuery) -> _Scope:
         repos: Sequence[Repository]
         if query.filters.repository_id is not None:
             repos = [await self._store.get_repository(query.filters.repository_id)]
         else:
             repos = await self._store.list_repositories()
-        for repo in repos:
-            if repo.chunk_count:
-                held = HeldVectors(
-                    model=repo.embedding_model,
-                    dimension=repo.embedding_dimension,
-                    repository=repo.name,
-                    repository_id=repo.id,
-                    path=repo.path,
-                )
-                check_one_model(held, embedder.model, embedder.dimension)
+        holding = [r for r in repos if r.chunk_count]
+        return _Scope(
+            vectored=[r for r in holding if r.embedding_model is not None],
+            lexical_only=[r for r in holding if r.embedding_model is None],
+        )
 
-    @staticmethod
-    def _collapse(
-        ranked: Sequence[ScoredChunk], limit: int
-    ) -> list[tuple[ScoredChunk, list[Location]]]:
-        """Drop near-duplicate ranges of one file; merge identical text found in several files."""
-        kept: list[tuple[ScoredChunk, list[Location]]] = []
-        by_hash: dict[str, list[Location]] = {}
-        by_file: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
-        for sc in ranked:
-            c = sc.chunk
-            same_text = by_hash.get(c.content_hash)
-            if same_text is not None:
-                same_text.append(
-                    Location(
-                        repository_id=c.repository_id,
-                        file_path=c.file_path,
-                        start_line=c.start_line,
-                        end_line=c.end_line,
-                    )
-                )
-                continue
-            if len(kept) >= limit:
-                continue
-            file_key = (c.repository_id, c.file_path)
-            if any(_overlap_fraction(c, o) >= OVERLAP_DROP for o in by_file[file_key]):
-                continue
-            others: list[Location] = []
-            by_hash[c.content_hash] = others
-            by_file[file_key].append(c)
-            kept.append((sc, others))
-        return kept
+    async def _lexical_only_hits(
+        self, query: SearchQuery, mode: SearchMode, depth: int, scope: _Scope
+    ) -> tuple[list[ScoredChunk], int]:
+        """Semantic mode: the lexical hits of the repositories without vectors (in hybrid
+        mode the lexical list holds them already)."""
+        if mode is not SearchMode.SEMANTIC or not scope.lexical_only:
+            return [], 0
+        found: list[ScoredChunk] = []
+        total = 0
+        for repo in scope.lexical_only:
+            only = query.filters.model_copy(update={"repository_id": repo.id})
+            hits, n = await self._sparse(query.text, only, depth)
+            found.extend(hits)
+            total += n
+        # One repository's BM25 scores compare with another's: the statistics are the store's.
+        found.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
+        return found[:depth], total
 
-    async def _build_hits(
-        self, kept: Sequence[tuple[ScoredChunk, list[Location]]]
-    ) -> list[SearchHit]:
-        wanted: dict[str, set[str]] = defaultdict(set)
-        for sc, _ in kept:
-            wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
-        texts: dict[tuple[str, str], str] = {}
-        stale: set[tuple[str, str]] = set()
-        for repo_id, paths in wanted.items():
-            # Both at once (a pooled store answers on two connections).
-            found, changed = await _together(
-                self._store.file_texts(repo_id, sorted(paths)),
-                self._changed_on_disk(repo_id, paths),
-            )
-            texts.update(((repo_id, path), text) for path, text in found.items())
-            stale.update((repo_id, p) for p in changed)
-        # A file with several hits is split once; one hit reads around itself (see context_lines).
-        per_file = Counter((sc.chunk.repository_id, sc.chunk.file_path) for sc, _ in kept)
-        split: dict[tuple[str, str], list[str]] = {}
-        hits: list[SearchHit] = []
-        for sc, others in kept:
-            c = sc.chunk
-            key = (c.repository_id, c.file_path)
-            text = texts.get(key, "")
-            if per_file[key] > 1 and key not in split:
-                split[key] = split_lines(text)
-            before, after = context_lines(
-                text, c.content, c.start_line, c.end_line, CONTEXT_LINES, split.get(key)
-            )
-            hits.append(
-                SearchHit(
-                    chunk_id=c.id,
-                    repository_id=c.repository_id,
-                    file_path=c.file_path,
-                    language=c.language,
-                    symbol=c.symbol,
-                    kind=c.kind,
-                    start_line=c.start_line,
-                    end_line=c.end_line,
-                    content=c.content,
-                    similarity_score=sc.score,
-                    context_before=before,
-                    context_after=after,
-                    other_locations=others,
-                    stale=(c.repository_id, c.file_path) in stale,
-                )
-            )
-        return hits
+    async def _sparse(
+        self, text: str, filters: SearchFilters, depth: int
+    ) -> tuple[list[ScoredChunk], int]:
+        terms = lexical.query_terms(text)
+        if not terms:
+            return [], 0
+        return await self._store.lexical_search(terms, filters, depth)
 
-    async def _changed_on_disk(self, repo_id: str, paths: set[str]) -> set[str]:
-        if self._source is None:
-            return set()
-        try:
-            repo, indexed = await _together(
-                self._store.get_repository(repo_id), self._store.file_hashes(repo_id, sorted(paths))
-            )
-        except RepositoryNotFound:  # deleted while this search ran
-            return set(paths)
-        return await self._source.changed(repo.path, indexed, repo.indexed_at)
+
+def _check_models(scope: _Scope, embedder: Embedder) -> None:
+    """``ModelMismatch`` unless every repository with vectors holds ``embedder``'s."""
+    for repo in scope.vectored:
+        held = HeldVectors(
+            model=repo.embedding_model,
+            dimension=repo.embedding_dimension,
+            repository=repo.name,
+            repository_id=repo.id,
+            path=repo.path,
+        )
+        check_one_model(held, embedder.model, embedder.dimension)

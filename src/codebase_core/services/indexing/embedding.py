@@ -4,7 +4,7 @@ embedded otherwise (each distinct chunk text once)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from codebase_core.chunking import PreparedFile
 from codebase_core.errors import EmbedderUnavailable
@@ -12,9 +12,13 @@ from codebase_core.ports import ChunkStore, Embedder
 
 
 async def attach_vectors(
-    store: ChunkStore, embedder: Embedder, prepared: list[PreparedFile]
+    store: ChunkStore,
+    embedder: Embedder,
+    prepared: list[PreparedFile],
+    embedding: Callable[[int], Awaitable[None]] | None = None,
 ) -> tuple[int, int, int]:
-    """Attach vectors to ``prepared`` (in place), embedding only chunk texts the cache lacks.
+    """Attach vectors to ``prepared`` (in place), embedding only chunk texts the cache lacks;
+    ``embedding`` hears how many texts go to the model, before they go.
 
     Returns (newly embedded, taken from the cache, truncated to fit the model). Raises
     ``EmbedderUnavailable`` when the embedder fails or returns the wrong number of vectors.
@@ -32,6 +36,8 @@ async def attach_vectors(
     missing = [h for h in texts_by_hash if h not in known]
     truncated = 0
     if missing:
+        if embedding is not None:
+            await embedding(len(missing))
         result = await embedder.embed_documents([texts_by_hash[h] for h in missing])
         if len(result.vectors) != len(missing):
             raise EmbedderUnavailable(

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
@@ -70,6 +71,8 @@ class _Counts:
     embedded: int = 0
     cached: int = 0
     truncated: int = 0
+    to_embed: int = 0
+    """Chunk texts known to need the model so far (the embedding phase's growing total)."""
 
 
 class IndexingService:
@@ -211,15 +214,22 @@ class IndexingService:
         units.extend((len(b), b) for b in (rest[i : i + size] for i in range(0, len(rest), size)))
         counts = _Counts()
 
+        async def embedding(missing: int) -> None:
+            # Reported before the batch is embedded, so a slow model shows where it is.
+            counts.to_embed += missing
+            await report(progress, "embedding", counts.embedded, counts.to_embed)
+
         async def embed(prepared: list[PreparedFile]) -> None:
             if self._embedder is None:
                 return
             embedded, cached, truncated = await attach_vectors(
-                self._store, self._embedder, prepared
+                self._store, self._embedder, prepared, embedding
             )
             counts.embedded += embedded
             counts.cached += cached
             counts.truncated += truncated
+            if embedded:
+                await report(progress, "embedding", counts.embedded, counts.to_embed)
 
         async def write(prepared: list[PreparedFile], n_files: int) -> None:
             await self._store.replace_files(run.repo_id, prepared)
@@ -283,6 +293,8 @@ class IndexingService:
                 to_index=total,
             ),
             errors=errors,
+            files_skipped=dict(Counter(s.reason.value for s in scan.skipped)),
+            skipped=scan.skipped,
         )
 
 

@@ -1,0 +1,129 @@
+"""From ranked chunks to the hits a search returns: near-duplicates collapsed, identical text
+merged into one hit with its other locations, context lines read from the indexed snapshot,
+and hits whose file changed on disk marked ``stale``."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from codebase_core.errors import RepositoryNotFound
+from codebase_core.models import (
+    CONTEXT_LINES,
+    Chunk,
+    Location,
+    ScoredChunk,
+    SearchHit,
+    context_lines,
+    split_lines,
+)
+from codebase_core.ports import ChunkStore, SourceTree
+from codebase_core.services.together import together
+
+# Two hits of one file whose line ranges share at least this fraction of the shorter range are
+# "mostly the same lines"; the lower-ranked one is dropped.
+OVERLAP_DROP = 0.5
+
+
+def _overlap_fraction(a: Chunk, b: Chunk) -> float:
+    shared = min(a.end_line, b.end_line) - max(a.start_line, b.start_line) + 1
+    if shared <= 0:
+        return 0.0
+    shorter = min(a.end_line - a.start_line, b.end_line - b.start_line) + 1
+    return shared / shorter
+
+
+def collapse(ranked: Sequence[ScoredChunk], limit: int) -> list[tuple[ScoredChunk, list[Location]]]:
+    """Drop near-duplicate ranges of one file; merge identical text found in several files."""
+    kept: list[tuple[ScoredChunk, list[Location]]] = []
+    by_hash: dict[str, list[Location]] = {}
+    by_file: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
+    for sc in ranked:
+        c = sc.chunk
+        same_text = by_hash.get(c.content_hash)
+        if same_text is not None:
+            same_text.append(
+                Location(
+                    repository_id=c.repository_id,
+                    file_path=c.file_path,
+                    start_line=c.start_line,
+                    end_line=c.end_line,
+                )
+            )
+            continue
+        if len(kept) >= limit:
+            continue
+        file_key = (c.repository_id, c.file_path)
+        if any(_overlap_fraction(c, o) >= OVERLAP_DROP for o in by_file[file_key]):
+            continue
+        others: list[Location] = []
+        by_hash[c.content_hash] = others
+        by_file[file_key].append(c)
+        kept.append((sc, others))
+    return kept
+
+
+async def build_hits(
+    store: ChunkStore, source: SourceTree | None, kept: Sequence[tuple[ScoredChunk, list[Location]]]
+) -> list[SearchHit]:
+    """The hits of ``kept`` (see ``collapse``), with context from the indexed text of each
+    file and ``stale`` set where ``source`` finds the file changed on disk."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for sc, _ in kept:
+        wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
+    texts: dict[tuple[str, str], str] = {}
+    stale: set[tuple[str, str]] = set()
+    for repo_id, paths in wanted.items():
+        # Both at once (a pooled store answers on two connections).
+        found, changed = await together(
+            store.file_texts(repo_id, sorted(paths)),
+            _changed_on_disk(store, source, repo_id, paths),
+        )
+        texts.update(((repo_id, path), text) for path, text in found.items())
+        stale.update((repo_id, p) for p in changed)
+    # A file with several hits is split once; one hit reads around itself (see context_lines).
+    per_file = Counter((sc.chunk.repository_id, sc.chunk.file_path) for sc, _ in kept)
+    split: dict[tuple[str, str], list[str]] = {}
+    hits: list[SearchHit] = []
+    for sc, others in kept:
+        c = sc.chunk
+        key = (c.repository_id, c.file_path)
+        text = texts.get(key, "")
+        if per_file[key] > 1 and key not in split:
+            split[key] = split_lines(text)
+        before, after = context_lines(
+            text, c.content, c.start_line, c.end_line, CONTEXT_LINES, split.get(key)
+        )
+        hits.append(
+            SearchHit(
+                chunk_id=c.id,
+                repository_id=c.repository_id,
+                file_path=c.file_path,
+                language=c.language,
+                symbol=c.symbol,
+                kind=c.kind,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                content=c.content,
+                similarity_score=sc.score,
+                context_before=before,
+                context_after=after,
+                other_locations=others,
+                stale=(c.repository_id, c.file_path) in stale,
+            )
+        )
+    return hits
+
+
+async def _changed_on_disk(
+    store: ChunkStore, source: SourceTree | None, repo_id: str, paths: set[str]
+) -> set[str]:
+    if source is None:
+        return set()
+    try:
+        repo, indexed = await together(
+            store.get_repository(repo_id), store.file_hashes(repo_id, sorted(paths))
+        )
+    except RepositoryNotFound:  # deleted while this search ran
+        return set(paths)
+    return await source.changed(repo.path, indexed, repo.indexed_at)
