@@ -85,11 +85,11 @@ def test_index_json(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (
             ["search", "x", "--limit", "0"],
             2,
-            "INVALID_LIMIT: Limit must be between 1 and 50, got 0",
+            "INVALID_LIMIT: --limit must be between 1 and 50, got 0",
         ),
         (["search", "   "], 2, "VALIDATION_ERROR: query="),
         (["search", "x", "--mode", "fuzzy"], 2, "VALIDATION_ERROR"),
-        (["search", "x", "--project", "bad/id"], 2, "VALIDATION_ERROR: project_id="),
+        (["search", "x", "--project", "bad/id"], 2, "VALIDATION_ERROR: --project="),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(

@@ -8,7 +8,7 @@ import pytest
 
 from codebase_core.errors import RepositoryNotFound, ValidationFailed
 from codebase_core.models import SearchMode, TaskStatus
-from entrypoints.facade import open_codebase
+from entrypoints.facade import open_codebase, open_workspaces
 from entrypoints.settings import Settings
 from tests.factories import write_sample_repo
 
@@ -41,6 +41,41 @@ async def test_index_search_and_reindex(tmp_path: Path) -> None:
         assert await cb.repositories() == []
         with pytest.raises(RepositoryNotFound):
             await cb.delete_repository(first.repository_id)
+
+
+async def test_no_model_loads_without_vectors_and_mixed_projects_search_whole(
+    tmp_path: Path,
+) -> None:
+    old = write_sample_repo(tmp_path / "old")
+    new = write_sample_repo(tmp_path / "new")
+    async with open_codebase(Settings(embedder="none")) as cb:
+        await cb.index(old, name="old")
+    async with open_workspaces(Settings(embedder="hash")) as workspaces:
+        cb = await workspaces.codebase()
+        # Nothing to compare vectors with: answered lexically, and no model is loaded.
+        hybrid = await cb.search("retry with backoff")
+        lexical = await cb.search("retry with backoff", mode="lexical")
+        assert hybrid.mode is lexical.mode is SearchMode.LEXICAL
+        assert hybrid.hits[0].symbol == "retry_with_backoff"
+        assert await workspaces.embedder_status() == "not loaded"
+        # A repository with vectors beside it: the whole project is searched, the old one
+        # lexically (and named), in both modes that compare vectors.
+        added = await cb.index(new, name="new")
+        for mode in ("semantic", "hybrid"):
+            mixed = await cb.search("retry with backoff", mode=mode)
+            assert mixed.mode is SearchMode(mode)
+            assert mixed.lexical_only_repositories == ["old"]
+            # (The two copies hold the same text: one hit, the other copy among its locations.)
+            top = mixed.hits[0]
+            assert top.symbol == "retry_with_backoff"
+            found = {top.repository_id, *(o.repository_id for o in top.other_locations)}
+            assert len(found) == 2 and added.repository_id in found
+        # A plain re-index adds its vectors (no force needed).
+        again = await cb.index(old)
+        assert again.chunks_embedded + again.embeddings_cached > 0 and again.files_indexed == 2
+        after = await cb.search("retry with backoff", mode="semantic")
+        assert after.lexical_only_repositories == []
+        assert all(r.embedding_model for r in await cb.repositories())
 
 
 async def test_tasks_through_the_facade() -> None:

@@ -18,7 +18,7 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from codebase_core.errors import CoreError, shorten
+from codebase_core.errors import CoreError, EmbedderUnavailable, shorten
 from codebase_core.models import TaskStatus
 
 log = logging.getLogger("codebase_mcp")
@@ -29,6 +29,23 @@ _STATUS_FIELDS = {"status", "status_filter"}
 _BOUND_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
 
 
+# The fix for a semantic search without a model, in this interface's terms (the core's text
+# is neutral: the CLI says it with its own flags).
+_SEMANTIC_MODEL_FIX = (
+    ": search with mode='lexical' (or mode='hybrid', which falls back to lexical without a "
+    "model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx to load the default "
+    "local model, then call index_repository again to add vectors"
+)
+
+
+def tool_text(error: CoreError) -> str:
+    """A core error as a client reads it: its code, its message, and this interface's fix."""
+    text = str(error)
+    if isinstance(error, EmbedderUnavailable) and error.details.get("need") == "semantic_model":
+        text += _SEMANTIC_MODEL_FIX
+    return text
+
+
 @contextmanager
 def coded() -> Iterator[None]:
     """Re-raise a core error as a tool error whose text starts with its code."""
@@ -36,7 +53,7 @@ def coded() -> Iterator[None]:
         yield
     except CoreError as e:
         # Expected outcomes (not found, bad input): no traceback in the server log.
-        raise ToolError(str(e), log_level=logging.INFO) from None
+        raise ToolError(tool_text(e), log_level=logging.INFO) from None
 
 
 def _limit_bounds(schema: dict[str, Any], field: str) -> tuple[Any, Any]:
@@ -110,6 +127,6 @@ class CodedErrors(Middleware):
             if cause is None:  # raised on purpose, already coded
                 raise
             if isinstance(cause, CoreError):
-                raise ToolError(str(cause), log_level=logging.INFO) from None
+                raise ToolError(tool_text(cause), log_level=logging.INFO) from None
             # fastmcp logged the traceback already; the client learns nothing of internals.
             raise ToolError(INTERNAL) from None

@@ -2,7 +2,8 @@
 
 - ``json`` + ``detailed``: the full structure (``entrypoints.presenters``).
 - ``json`` + ``concise``: no context lines, content cut to 200 characters at a line boundary,
-  scores rounded to 2 decimals; an indexing run reports ``error_count`` instead of the list.
+  scores rounded to 2 decimals; an indexing run reports ``error_count`` instead of the list,
+  and ``files_skipped`` (counts by reason) without the ``skipped`` list.
 - ``markdown`` + ``detailed``: one section per result with a header, metadata and fenced code
   labelled with the language.
 - ``markdown`` + ``concise``: one table row per result.
@@ -14,7 +15,12 @@ import json
 from typing import Any, Literal
 
 from codebase_core.models import IndexResult, SearchHit, SearchResult
-from entrypoints.presenters import index_payload, search_payload
+from entrypoints.presenters import (
+    SKIPPED_LISTED,
+    index_payload,
+    lexical_only_payload,
+    search_payload,
+)
 
 ResponseFormat = Literal["json", "markdown"]
 DetailLevel = Literal["detailed", "concise"]
@@ -71,6 +77,7 @@ def search_json(result: SearchResult, project_id: str, detail: DetailLevel) -> d
         "total_count": result.total_count,
         "mode": result.mode.value,
         "latency_ms": round(result.latency_ms, 1),
+        **lexical_only_payload(result),
         "project_id": project_id,
     }
 
@@ -99,6 +106,11 @@ def search_markdown(result: SearchResult, detail: DetailLevel) -> str:
         f"# Search: {result.query}\n\n{shown} of {result.total_count} matches · "
         f"{result.mode.value} · {result.latency_ms:.1f} ms"
     )
+    if result.lexical_only_repositories:
+        names = ", ".join(result.lexical_only_repositories)
+        head += (
+            f"\n\nRanked lexically (indexed without vectors; index_repository adds them): {names}"
+        )
     if not result.hits:
         return head + "\n\nNo results."
     if detail == "concise":
@@ -152,6 +164,8 @@ def index_json(
     payload = index_payload(result, project_id, database_name)
     if detail == "concise":
         payload["error_count"] = len(payload.pop("errors"))
+        payload.pop("skipped")
+        payload.pop("skipped_not_listed", None)
     return payload
 
 
@@ -167,6 +181,7 @@ def index_markdown(
             f"{result.status.value} | {result.files_indexed} | {result.files_unchanged} | "
             f"{result.files_deleted} | {result.chunks_created} | {seconds} | "
             f"{len(result.errors)} |"
+            + (f"\n\nSkipped: {_skipped_counts(result)}" if result.files_skipped else "")
         )
     where = f"project {project_id}" + (f" (schema {database_name})" if database_name else "")
     lines = [
@@ -183,8 +198,18 @@ def index_markdown(
             f"{result.embeddings_cached} vectors from the cache, {result.chunks_truncated} truncated"
         ),
         f"- duration: {seconds} s",
+        f"- skipped: {_skipped_counts(result) or 'none'}",
     ]
     if result.errors:
         lines += ["", f"## Errors ({len(result.errors)})", ""]
         lines += [f"- `{e.path}`: {e.error}" for e in result.errors]
+    if result.skipped:
+        lines += ["", f"## Skipped ({len(result.skipped)})", ""]
+        lines += [f"- `{s.path}`: {s.reason.value}" for s in result.skipped[:SKIPPED_LISTED]]
+        if len(result.skipped) > SKIPPED_LISTED:
+            lines.append(f"- ... and {len(result.skipped) - SKIPPED_LISTED} more not listed")
     return "\n".join(lines)
+
+
+def _skipped_counts(result: IndexResult) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(result.files_skipped.items()))

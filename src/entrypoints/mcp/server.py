@@ -41,7 +41,7 @@ Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
 
 def package_version() -> str:
     try:
-        return version("codebase-mcp")
+        return version("codebase-mcp-search")
     except PackageNotFoundError:
         return "unknown"
 

@@ -5,9 +5,6 @@ Tools are thin: validate, call the library, map errors (``coded``), shape the re
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import os
 from typing import Annotated, Any, Literal
 
@@ -21,10 +18,8 @@ from codebase_core.models import (
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
     IndexResult,
-    ProgressPhase,
 )
-from codebase_core.services import ProgressCallback
-from entrypoints.facade import Codebase, resolve_repo_path
+from entrypoints.facade import resolve_repo_path
 from entrypoints.mcp.errors import coded
 from entrypoints.mcp.formats import (
     DetailLevel,
@@ -35,10 +30,9 @@ from entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
-from entrypoints.mcp.state import ServerState, state_of
+from entrypoints.mcp.runs import index_shared, progress_reporter
+from entrypoints.mcp.state import state_of
 from entrypoints.presenters import repository_payload
-
-log = logging.getLogger("codebase_mcp")
 
 ProjectId = Annotated[
     str | None,
@@ -59,86 +53,6 @@ Detail = Annotated[
         "200 characters, rounded scores (about 70% fewer tokens)."
     ),
 ]
-
-# Where each phase of an indexing run sits on a 0-100 progress scale (progress only grows).
-_PHASE_SPAN: dict[ProgressPhase, tuple[float, float]] = {
-    "waiting": (0.0, 0.0),
-    "scanning": (0.0, 5.0),
-    "chunking": (5.0, 5.0),
-    "embedding": (5.0, 5.0),
-    "writing": (5.0, 90.0),
-    "deleting": (90.0, 95.0),
-    "optimizing": (95.0, 99.0),
-    "done": (100.0, 100.0),
-}
-
-
-def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCallback:
-    """An indexing progress callback that sends MCP progress notifications (0-100); the
-    ``run``-th of ``runs`` indexing runs of one request covers its share of the scale.
-
-    Clients that honour them reset their request timeout on each one. Once a notification
-    fails (the client went away), the run goes on without reporting.
-    """
-    highest = 0.0
-    live = True
-
-    async def report(phase: ProgressPhase, done: int, total: int) -> None:
-        nonlocal highest, live
-        low, high = _PHASE_SPAN[phase]
-        within = low + (high - low) * (done / total if total else 1.0)
-        value = max(highest, (run * 100.0 + within) / runs)
-        highest = value
-        if not live:
-            return
-        if phase == "waiting":
-            message = "waiting: another process is indexing this repository"
-        elif phase in ("writing", "deleting"):
-            message = f"{phase} {done}/{total} files"
-        else:
-            message = phase
-        if runs > 1:
-            message = f"repository {run + 1}/{runs}: {message}"
-        try:
-            await ctx.report_progress(value, 100.0, message)
-        except Exception:  # any failure to notify: the run itself must not stop for it
-            live = False
-            log.debug("progress notification failed; indexing goes on", exc_info=True)
-
-    return report
-
-
-async def index_shared(
-    state: ServerState,
-    cb: Codebase,
-    path: str,
-    *,
-    name: str | None,
-    force: bool,
-    progress: ProgressCallback,
-) -> IndexResult:
-    """Index ``path`` in a task the server owns: a client that gives up (a timeout cancels
-    its request) does not stop the run, and a call for a repository already being indexed
-    joins that run (a forced call waits for it, then runs its own)."""
-    key = (cb.project_id, path)
-    running = state.indexing.get(key)
-    if running is not None and force:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(running)
-        running = None
-    if running is None or running.done():
-        running = asyncio.create_task(cb.index(path, name=name, force=force, progress=progress))
-        state.indexing[key] = running
-        running.add_done_callback(lambda task: _finished(state, key, task))
-    return await asyncio.shield(running)
-
-
-def _finished(state: ServerState, key: tuple[str, str], task: asyncio.Task[IndexResult]) -> None:
-    if state.indexing.get(key) is task:
-        del state.indexing[key]
-    if not task.cancelled() and task.exception() is not None:
-        # Seen by whoever awaited it; logged for a run whose client had gone.
-        log.info("indexing %s ended with %s", key[1], task.exception())
 
 
 def _result(data: dict[str, Any] | str) -> ToolResult:
@@ -202,8 +116,10 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         result.
 
         Returns repository_id (use it to filter search_code), files_indexed, chunks_created,
-        duration_seconds, status (success / partial / failed), errors, project_id and
-        database_name.
+        duration_seconds, status (success / partial / failed), errors, files_skipped (files
+        left out on purpose, counted by reason: too_large, binary, minified, secret,
+        lock_file, ignored, excluded_dir; the list itself with detail_level 'detailed'),
+        project_id and database_name.
         """
         state = state_of(ctx)
         with coded():
@@ -260,8 +176,9 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             Literal["hybrid", "semantic", "lexical"],
             Field(
                 description="'hybrid' fuses meaning and exact terms (lexical when no embedder "
-                "is configured); 'semantic' meaning only; 'lexical' BM25 over identifiers "
-                "and words."
+                "is configured or nothing searched has vectors); 'semantic' meaning only; "
+                "'lexical' BM25 over identifiers and words. Repositories indexed without "
+                "vectors are ranked lexically and listed in lexical_only_repositories."
             ),
         ] = "hybrid",
         limit: Annotated[
@@ -281,7 +198,9 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
 
         Returns ranked chunks with file_path, start_line, end_line, symbol, language,
         similarity_score (0-1), content and 10 lines of context before and after, plus
-        total_count (matches before the limit) and latency_ms. A hit whose file changed on disk
+        total_count (matches before the limit) and latency_ms; lexical_only_repositories
+        names repositories ranked lexically because they were indexed without vectors
+        (index_repository adds them). A hit whose file changed on disk
         since it was indexed carries stale: true (search again with refresh=true).
         """
         state = state_of(ctx)

@@ -1,0 +1,187 @@
+"""``index`` and ``search``: the MCP tools ``index_repository`` and ``search_code``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.syntax import Syntax
+
+from codebase_core.errors import RepositoryNotFound
+from codebase_core.models import IndexResult, SearchQuery, SearchResult
+from entrypoints.cli.common import Run, open_project
+from entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
+from entrypoints.cli.progress import IndexProgress
+from entrypoints.cli.views import dump, index_view
+from entrypoints.facade import Codebase, open_workspaces, resolve_repo_path
+from entrypoints.presenters import search_payload
+
+SNIPPET_LINES = 12
+ERRORS_SHOWN = 20
+
+
+async def _index(run: Run, cb: Codebase, root: str, *, name: str | None = None) -> IndexResult:
+    a = run.args
+    force = bool(getattr(a, "force", False))
+    wait = not getattr(a, "no_wait", False)
+    with IndexProgress(run.err, root, quiet=a.quiet) as progress:
+        return await cb.index(root, name=name, force=force, progress=progress.callback, wait=wait)
+
+
+async def index_command(run: Run) -> int:
+    a = run.args
+    root = resolve_repo_path(a.path)  # before the store opens: a typo fails at once
+    async with open_workspaces(run.settings) as ws:
+        cb = await open_project(ws, a.project, create=True)
+        result = await _index(run, cb, root, name=a.name)
+    if a.json:
+        dump(index_view(result, cb.project_id, cb.database_name))
+    else:
+        print_index(result, run.out, verbose=a.verbose)
+    return EXIT_OK if result.status.value != "failed" else EXIT_ERROR
+
+
+async def search_command(run: Run) -> int:
+    a = run.args
+    # The search's own rules, checked before the store opens or --index spends time.
+    SearchQuery.build(
+        a.query,
+        mode=a.mode,
+        limit=a.limit,
+        file_type=a.file_type,
+        directory=a.directory,
+        language=a.language,
+    )
+    index_root = resolve_repo_path(a.index, "index") if a.index else None
+    repo_root = resolve_repo_path(a.repo, "repo") if a.repo and not a.index else None
+    async with open_workspaces(run.settings) as ws:
+        # --index writes, so it may create the project (as index does); a search alone not.
+        cb = await open_project(ws, a.project, create=index_root is not None)
+        repository_id = a.repository_id
+        if repository_id is not None:
+            await cb.repository(repository_id)  # REPOSITORY_NOT_FOUND, not an empty result
+        if repo_root is not None:
+            found = await cb.repository_for_path(repo_root)
+            if found is None:
+                raise RepositoryNotFound(
+                    f"no repository is indexed at {a.repo}: run "
+                    f"'codebase-mcp index {a.repo}' first (or search with --index)"
+                )
+            repository_id = repository_id or found.id
+        if index_root is not None:
+            refreshed = await _index(run, cb, index_root)
+            repository_id = repository_id or refreshed.repository_id
+            if not a.json:
+                print_index(refreshed, run.err)
+        result = await cb.search(
+            a.query,
+            mode=a.mode,
+            limit=a.limit,
+            repository_id=repository_id,
+            file_type=a.file_type,
+            directory=a.directory,
+            language=a.language,
+        )
+    if a.json:
+        payload = search_payload(result, cb.project_id)
+        if result.lexical_only_repositories:
+            payload.setdefault("lexical_only_repositories", result.lexical_only_repositories)
+        dump(payload)
+    else:
+        print_search(result, run.out)
+    return EXIT_OK
+
+
+def skipped_line(result: IndexResult) -> str | None:
+    """``skipped 12 files: 7 ignored, 3 binary, 2 too_large`` (directories counted apart)."""
+    counts = Counter({k: v for k, v in result.files_skipped.items() if v})
+    total = sum(counts.values())
+    if not total:
+        return None
+    dirs = sum(1 for s in result.skipped if s.path.endswith("/"))
+    files = total - dirs
+    what = [f"{files} file" + ("s" if files != 1 else "")] if files else []
+    if dirs:
+        what.append(f"{dirs} director" + ("ies" if dirs != 1 else "y"))
+    reasons = ", ".join(f"{n} {reason}" for reason, n in counts.most_common())
+    return f"skipped {' and '.join(what)}: {reasons}"
+
+
+def print_index(result: IndexResult, out: Console, *, verbose: bool = False) -> None:
+    out.print(
+        f"[bold]{result.repository_name}[/] ({result.repository_id}): "
+        f"{result.files_indexed} files indexed, {result.files_unchanged} unchanged, "
+        f"{result.files_deleted} removed; {result.chunks_created} chunks written, "
+        f"{result.chunks_embedded} embedded ({result.embeddings_cached} from cache) "
+        f"in {result.duration_seconds:.2f}s: [bold]{result.status.value}[/]",
+        highlight=False,
+    )
+    skipped = skipped_line(result)
+    if skipped:
+        hint = "" if verbose or not result.skipped else " (--verbose lists them)"
+        out.print(f"  {skipped}{hint}", highlight=False, markup=False)
+    if verbose:
+        for s in sorted(result.skipped, key=lambda s: (s.reason.value, s.path)):
+            out.print(f"    {s.reason.value:<12} {s.path}", highlight=False, markup=False)
+    if result.chunks_truncated:
+        out.print(
+            f"  [yellow]{result.chunks_truncated} chunks[/] were longer than the embedding "
+            "model takes: their beginning was embedded (lexical search sees all of them)",
+            highlight=False,
+        )
+    shown = result.errors if verbose else result.errors[:ERRORS_SHOWN]
+    for e in shown:
+        out.print(f"  [yellow]failed[/] {e.path}: {e.error}", highlight=False)
+    if len(result.errors) > len(shown):
+        out.print(
+            f"  ... and {len(result.errors) - len(shown)} more (--verbose lists them)",
+            highlight=False,
+        )
+
+
+def print_search(result: SearchResult, out: Console) -> None:
+    if result.lexical_only_repositories:
+        out.print(
+            "[yellow]searched lexically[/] (indexed without vectors): "
+            f"{', '.join(result.lexical_only_repositories)}; re-index them with "
+            "'codebase-mcp index PATH' to add their vectors",
+            highlight=False,
+        )
+    if not result.hits:
+        out.print(f"No results for {result.query!r} ({result.mode.value} search).")
+        return
+    out.print(
+        f"[dim]{len(result.hits)} of {result.total_count} matching chunks, "
+        f"{result.mode.value} search, {result.latency_ms:.1f} ms[/]",
+        highlight=False,
+    )
+    for rank, hit in enumerate(result.hits, start=1):
+        label = f" {hit.kind or ''} [bold]{hit.symbol}[/]" if hit.symbol else ""
+        stale = " [yellow](stale: changed since indexed)[/]" if hit.stale else ""
+        out.print(
+            f"\n[bold cyan]{rank}.[/] [bold]{hit.file_path}[/]:{hit.start_line}-{hit.end_line}"
+            f"{label}  [green]score {hit.similarity_score:.3f}[/]{stale}",
+            highlight=False,
+        )
+        for loc in hit.other_locations[:3]:
+            out.print(f"   [dim]same code in {loc.file_path}:{loc.start_line}[/]", highlight=False)
+        lines = hit.content.splitlines()
+        shown = lines[:SNIPPET_LINES]
+        if out.is_terminal:
+            out.print(
+                Syntax(
+                    "\n".join(shown),
+                    hit.language or "text",
+                    line_numbers=True,
+                    start_line=hit.start_line,
+                    theme="ansi_dark",
+                    background_color="default",
+                    word_wrap=True,
+                )
+            )
+        else:
+            width = len(str(hit.start_line + len(shown)))
+            for n, line in enumerate(shown, start=hit.start_line):
+                out.print(f"  {n:>{width}} | {line}", highlight=False, markup=False)
+        if len(lines) > SNIPPET_LINES:
+            out.print(f"   [dim]... {len(lines) - SNIPPET_LINES} more lines[/]", highlight=False)

@@ -1,0 +1,86 @@
+"""Exit codes, and the one coded line the CLI prints for an error.
+
+The codes are the MCP tools' (``codebase_core.errors``); the text names the flag the user typed
+(``--limit``, ``--project``) where the core names a field (``limit``, ``project_id``), and adds
+the fix in CLI syntax where the core leaves it to the interface.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from codebase_core.errors import (
+    CoreError,
+    EmbedderUnavailable,
+    InvalidLimit,
+    InvalidStatus,
+    JobNotFound,
+    RepositoryNotFound,
+    TaskNotFound,
+    ValidationFailed,
+)
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+"""A runtime failure: DATABASE_ERROR, EMBEDDER_UNAVAILABLE, MODEL_MISMATCH, REPOSITORY_BUSY,
+an indexing run whose status is ``failed``, a doctor check that fails."""
+EXIT_USAGE = 2
+"""Bad input or an unknown id: VALIDATION_ERROR, INVALID_LIMIT, INVALID_STATUS, *_NOT_FOUND."""
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""stdout was closed early (``| head``), as a process killed by SIGPIPE reports."""
+
+_BAD_INPUT: tuple[type[CoreError], ...] = (
+    ValidationFailed,
+    InvalidLimit,
+    InvalidStatus,
+    TaskNotFound,
+    RepositoryNotFound,
+    JobNotFound,
+)
+
+# Core field names whose flag has another name (the rest are ``--`` + the field, with '-').
+_FIELD_DEST = {
+    "project_id": "project",
+    "planning_references": "ref",
+    "full_details": "full",
+    "force_reindex": "force",
+}
+
+SEMANTIC_MODEL_FIX = (
+    "From the command line: search with --mode lexical (hybrid, the default, falls back to "
+    "it), or get a semantic model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local "
+    "model) and re-index with 'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which "
+    "embedder is in use"
+)
+
+
+def exit_code(error: CoreError) -> int:
+    """``EXIT_USAGE`` for bad input and unknown ids, ``EXIT_ERROR`` for everything else."""
+    return EXIT_USAGE if isinstance(error, _BAD_INPUT) else EXIT_ERROR
+
+
+def flag_of(field: str, parser: argparse.ArgumentParser | None) -> str:
+    """The option of ``parser`` that sets ``field`` (``--limit``), or ``field`` itself when the
+    command takes it as a positional argument or not at all."""
+    if parser is None:
+        return field
+    dest = _FIELD_DEST.get(field, field)
+    for action in parser._actions:
+        if action.dest == dest and action.option_strings:
+            return max(action.option_strings, key=len)
+    return field
+
+
+def error_line(error: CoreError, parser: argparse.ArgumentParser | None = None) -> str:
+    """One line: the code, then the message in the CLI's terms."""
+    text = str(error)
+    field = error.details.get("field")
+    if isinstance(field, str):
+        flag = flag_of(field, parser)
+        limit = isinstance(error, InvalidLimit) and error.message.startswith(field.capitalize())
+        if flag != field and (limit or error.message.startswith(f"{field}=")):
+            text = f"{error.code}: {flag}{error.message[len(field) :]}"
+    if isinstance(error, EmbedderUnavailable) and error.details.get("need") == "semantic_model":
+        text = f"{text.rstrip('. ')}. {SEMANTIC_MODEL_FIX}"
+    return " ".join(text.split("\n"))

@@ -1,0 +1,96 @@
+"""``tasks``: the MCP tools ``list_tasks``, ``get_task``, ``create_task`` and ``update_task``."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from codebase_core.models import Task
+from entrypoints.cli.admin import when
+from entrypoints.cli.common import Run, open_project
+from entrypoints.cli.errors import EXIT_OK
+from entrypoints.cli.views import columns, dump, task_view, tasks_view
+from entrypoints.facade import open_workspaces
+
+
+def print_task(task: Task, out: Console) -> None:
+    def line(key: str, value: object) -> None:
+        out.print(f"{key:<11} {value}", highlight=False, markup=False)
+
+    line("id", task.id)
+    line("title", task.title)
+    line("status", task.status.value)
+    line("created", when(task.created_at))
+    line("updated", when(task.updated_at))
+    if task.completed_at is not None:
+        line("completed", when(task.completed_at))
+    for key, values in (
+        ("branches", task.branches),
+        ("commits", task.commits),
+        ("references", task.planning_references),
+    ):
+        if values:
+            line(key, ", ".join(values))
+    for key, text in (("description", task.description), ("notes", task.notes)):
+        if text:
+            out.print(f"\n{key}:", highlight=False, markup=False)
+            for row in text.splitlines() or [""]:
+                out.print(f"  {row}", highlight=False, markup=False)
+
+
+async def tasks_command(run: Run) -> int:
+    a = run.args
+    action = a.action or "list"
+    async with open_workspaces(run.settings) as ws:
+        # create_task creates its project; the other task tools do not.
+        cb = await open_project(ws, a.project, create=action == "create")
+        if action == "list":
+            page = await cb.tasks.list(
+                status=a.status, branch=a.branch, limit=a.limit, offset=a.offset
+            )
+        elif action == "get":
+            task = await cb.tasks.get(a.task_id)
+        elif action == "create":
+            task = await cb.tasks.create(
+                a.title, description=a.description, notes=a.notes, planning_references=a.ref
+            )
+        else:
+            task = await cb.tasks.update(
+                a.task_id,
+                title=a.title,
+                description=a.description,
+                notes=a.notes,
+                status=a.status,
+                branch=a.branch,
+                commit=a.commit,
+            )
+    if action != "list":
+        if a.json:
+            dump(task_view(task))
+        else:
+            print_task(task, run.out)
+        return EXIT_OK
+    if a.json:
+        dump(tasks_view(page, a.offset, a.full))
+        return EXIT_OK
+    if not page.tasks:
+        what = "tasks" if page.total_count == 0 else f"tasks past --offset {a.offset}"
+        run.out.print(f"No {what} in project {cb.project_id!r}.", highlight=False, markup=False)
+        return EXIT_OK
+    if a.full:
+        for i, task in enumerate(page.tasks):
+            if i:
+                run.out.print("")
+            print_task(task, run.out)
+    else:
+        rows = [(t.id, t.status.value, when(t.updated_at), t.title) for t in page.tasks]
+        run.out.print(
+            columns(("id", "status", "updated", "title"), rows), highlight=False, markup=False
+        )
+    shown_to = a.offset + len(page.tasks)
+    more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
+    run.out.print(
+        f"{a.offset + 1}-{shown_to} of {page.total_count} tasks{more}",
+        highlight=False,
+        markup=False,
+    )
+    return EXIT_OK
