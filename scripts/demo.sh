@@ -8,10 +8,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 query="${1:-split identifiers on camelCase for lexical ranking}"
 repo="${2:-$here/src}"
 venv="${CODEBASE_MCP_VENV:-$here/.venv}"
-if [ ! -x "$venv/bin/codebase-mcp" ]; then
-  python3 -m venv "$venv"
+# (Re)install when the virtualenv is new or pyproject.toml changed since the last install.
+stamp="$venv/.codebase-mcp-installed"
+if [ ! -x "$venv/bin/codebase-mcp" ] || [ "$here/pyproject.toml" -nt "$stamp" ]; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet -e "$here"
+  touch "$stamp"
 fi
 "$venv/bin/codebase-mcp" index "$repo"
 exec "$venv/bin/codebase-mcp" search "$query" --repo "$repo" --limit 5
