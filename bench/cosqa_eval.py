@@ -8,6 +8,7 @@ longer than it (so a merged bundle or a whole class does not count for one small
 
     python -m bench.cosqa_eval [--embedder none|hash|onnx|local] [--modes lexical,semantic,hybrid]
                                [--data ../shared/bench/cosqa] [--out bench/results/cosqa.json]
+                               [--variants JSON]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.retrieval import emit, metrics, rank_of
+from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
 from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 
@@ -93,18 +94,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "index_seconds": round(index_s, 2),
                 "modes": {},
             }
+            variants = ranking_variants(args.variants)
             for mode in args.modes.split(","):
-                ranks: list[int | None] = []
-                latencies: list[float] = []
-                for text, g in queries:
-                    t = time.perf_counter()
-                    result = await cb.search(text, mode=mode, limit=10)
-                    latencies.append((time.perf_counter() - t) * 1000)
-                    ranks.append(rank_of(result.hits, g.path, g.start, g.end))
-                out["modes"][mode] = {
-                    **metrics(ranks),
-                    "latency_ms_p50": round(statistics.median(latencies), 2),
-                }
+                for variant, ranking in variants.items():
+                    ranks: list[int | None] = []
+                    latencies: list[float] = []
+                    for text, g in queries:
+                        t = time.perf_counter()
+                        result = await ranked_search(cb, ranking, text, mode)
+                        latencies.append((time.perf_counter() - t) * 1000)
+                        ranks.append(rank_of(result.hits, g.path, g.start, g.end))
+                    key = mode if variant == "default" else f"{mode}/{variant}"
+                    out["modes"][key] = {
+                        **metrics(ranks),
+                        "latency_ms_p50": round(statistics.median(latencies), 2),
+                    }
     return out
 
 
@@ -114,6 +118,7 @@ def main() -> None:
     p.add_argument("--embedder", default="none", choices=["none", "hash", "onnx", "local"])
     p.add_argument("--modes", default="lexical")
     p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--variants", default=None, help="ranking variants, JSON {name: {field: value}}")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     if not (Path(args.data) / "code_idx_map.txt").exists():

@@ -4,7 +4,8 @@ Each corpus is the installed package's source (versions pinned in own_eval_queri
 the gold line ranges depend on them), copied to a temporary repository and indexed with the
 project's own pipeline. Scoring is the same as for CoSQA (bench/retrieval.py).
 
-    python -m bench.own_eval [--embedder none|hash] [--modes lexical] [--out FILE]
+    python -m bench.own_eval [--embedder none|hash|onnx|local] [--modes lexical] [--out FILE]
+                             [--variants JSON] [--show-misses]
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.retrieval import emit, metrics, rank_of
+from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
 from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings
 
@@ -44,32 +45,35 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             repo_ids = {name: (await cb.index(root)).repository_id for name, root in roots.items()}
             out: dict[str, Any] = {"embedder": args.embedder, "queries": len(spec["queries"])}
             for mode in args.modes.split(","):
-                ranks: list[int | None] = []
-                per_corpus: dict[str, list[int | None]] = {}
-                misses = []
-                for q in spec["queries"]:
-                    result = await cb.search(
-                        q["query"], mode=mode, limit=10, repository_id=repo_ids[q["corpus"]]
-                    )
-                    r = rank_of(result.hits, q["path"], q["start_line"], q["end_line"])
-                    ranks.append(r)
-                    per_corpus.setdefault(q["corpus"], []).append(r)
-                    if r is None:
-                        misses.append(f"{q['corpus']}: {q['query']} -> {q['symbol']}")
-                out[mode] = {
-                    **metrics(ranks),
-                    "by_corpus": {k: metrics(v)["mrr@10"] for k, v in per_corpus.items()},
-                }
-                if args.show_misses:
-                    out[mode]["misses"] = misses
+                for variant, ranking in ranking_variants(args.variants).items():
+                    ranks: list[int | None] = []
+                    per_corpus: dict[str, list[int | None]] = {}
+                    misses = []
+                    for q in spec["queries"]:
+                        result = await ranked_search(
+                            cb, ranking, q["query"], mode, repository_id=repo_ids[q["corpus"]]
+                        )
+                        r = rank_of(result.hits, q["path"], q["start_line"], q["end_line"])
+                        ranks.append(r)
+                        per_corpus.setdefault(q["corpus"], []).append(r)
+                        if r is None:
+                            misses.append(f"{q['corpus']}: {q['query']} -> {q['symbol']}")
+                    key = mode if variant == "default" else f"{mode}/{variant}"
+                    out[key] = {
+                        **metrics(ranks),
+                        "by_corpus": {k: metrics(v)["mrr@10"] for k, v in per_corpus.items()},
+                    }
+                    if args.show_misses:
+                        out[key]["misses"] = misses
     return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--embedder", default="none", choices=["none", "hash"])
+    p.add_argument("--embedder", default="none", choices=["none", "hash", "onnx", "local"])
     p.add_argument("--modes", default="lexical")
     p.add_argument("--show-misses", action="store_true")
+    p.add_argument("--variants", default=None, help="ranking variants, JSON {name: {field: value}}")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     emit(asyncio.run(run(args)), args.out)

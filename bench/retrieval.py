@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from codebase_core.models import SearchQuery, SearchResult
+from codebase_core.ranking import RankingConfig
+from entrypoints.facade import Codebase
+
 SLACK_LINES = 20
 
 
@@ -45,3 +49,25 @@ def emit(result: dict[str, Any], out: str | None) -> None:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text + "\n")
+
+
+def ranking_variants(spec: str | None) -> dict[str, RankingConfig]:
+    """The default ranking, and the variants ``spec`` names (JSON ``{name: {field: value}}``)."""
+    variants = {"default": RankingConfig()}
+    if spec:
+        variants.update({k: RankingConfig(**v) for k, v in json.loads(spec).items()})
+    return variants
+
+
+async def ranked_search(
+    cb: Codebase,
+    ranking: RankingConfig,
+    text: str,
+    mode: str,
+    limit: int = 10,
+    repository_id: str | None = None,
+) -> SearchResult:
+    """``cb.search`` with another ranking configuration."""
+    service = (await cb.search_service()).with_ranking(ranking)
+    query = SearchQuery.build(text, mode=mode, limit=limit, repository_id=repository_id)
+    return await service.search(query)

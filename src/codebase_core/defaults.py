@@ -112,3 +112,24 @@ ONNX_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 # (README, Measurements).
 ONNX_QUANTIZE: Final = True
 HASH_DIMENSION: Final = 384
+
+# --- Ranking (codebase_core.ranking.RankingConfig) ----------------------------------------
+
+# Measured on the repository benchmark's development half, CoSQA dev and the own eval
+# (bench/repo_search.py, bench/cosqa_eval.py, bench/own_eval.py; README, Search quality).
+RANK_SYMBOL_SEMANTIC_WEIGHT: Final = 0.3
+RANK_SYMBOL_LEXICAL_WEIGHT: Final = 1.0
+RANK_DEFINITION_BOOST: Final = 1.0
+RANK_STEM_FACTOR: Final = 1.5
+RANK_EMBEDDED_FACTOR: Final = 0.0
+RANK_PATH_BOOST: Final = 1.0
+RANK_COHERENCE_BOOST: Final = 0.2
+RANK_TEST_PRIOR: Final = 0.3
+RANK_EXAMPLE_PRIOR: Final = 0.3
+RANK_DOC_PRIOR: Final = 0.5
+RANK_COMPAT_PRIOR: Final = 0.3
+RANK_GENERATED_PRIOR: Final = 0.3
+RANK_STUB_PRIOR: Final = 0.7
+RANK_BARREL_PRIOR: Final = 0.5
+RANK_TRIVIAL_PRIOR: Final = 0.3
+RANK_FILE_DECAY: Final = 0.7

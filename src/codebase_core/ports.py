@@ -138,6 +138,15 @@ class ChunkStore(Protocol):
         """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
         ...
 
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        """Chunks meeting ``filters`` whose symbol holds one of ``names`` exactly (the rule of
+        ``models.symbol_names``: a qualified symbol's last part; each of a merged chunk's),
+        at most ``limit``, by (file_path, start_line, end_line, id). An indexed lookup, not a
+        scan: a search calls it for every name it is asked."""
+        ...
+
     def indexing_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
         """Held while one indexing run writes this repository."""
         ...

@@ -80,6 +80,11 @@ class Codebase:
         self._search: SearchService | None = None
         self._tasks = tasks
 
+    @property
+    def store(self) -> ChunkStore:
+        """The project's ChunkStore, for tools that read the index directly (the benchmarks)."""
+        return self._store
+
     async def indexing_service(self) -> IndexingService:
         """The indexing service (its embedder is chosen and opened on the first call)."""
         if self._indexing is None:

@@ -12,7 +12,7 @@ from codebase_core import lexical
 from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
 from codebase_core.models import SearchFilters
 from codebase_core.ports import ChunkStore
-from tests.factories import file_batch, repo, symbol_of
+from tests.factories import FileBatch, file_batch, repo, symbol_of
 
 NO_FILTER = SearchFilters()
 
@@ -509,3 +509,60 @@ async def test_indexing_lock_without_wait_refuses_a_held_repository(
                 pass
     async with chunk_store.indexing_lock("r1", wait=False):  # released
         pass
+
+
+async def test_definitions_look_up_the_names_symbols_hold(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo("r1", "/repos/r1", "one"))
+    await chunk_store.save_repository(repo("r2", "/repos/r2", "two"))
+
+    def named(repo_id: str, path: str, symbols: list[str | None]) -> FileBatch:
+        batch = file_batch(repo_id, path, [f"piece {i} of {path}" for i in range(len(symbols))])
+        chunks = [
+            c.model_copy(update={"symbol": s}) for c, s in zip(batch.chunks, symbols, strict=True)
+        ]
+        return dataclasses.replace(batch, chunks=chunks)
+
+    await chunk_store.replace_files(
+        "r1",
+        [
+            named("r1", "src/reader.py", ["pkg.JsonReader", "JsonReader.peek", None]),
+            named("r1", "lib/base.rb", ["Sinatra::Base, helper_fn", "Foo#empty?", "run()"]),
+        ],
+    )
+    await chunk_store.replace_files(
+        "r2",
+        [named("r2", "a/JsonReader.java", ["JsonReader", "jsonreader"])],
+    )
+
+    async def found(
+        names: list[str], filters: SearchFilters = NO_FILTER, limit: int = 10
+    ) -> list[str]:
+        return [
+            f"{c.repository_id}:{c.file_path}:{c.start_line}"
+            for c in await chunk_store.definitions(names, filters, limit)
+        ]
+
+    assert await found(["JsonReader"]) == ["r2:a/JsonReader.java:1", "r1:src/reader.py:1"]
+    assert await found(["jsonreader"]) == ["r2:a/JsonReader.java:2"]  # exact case
+    assert await found(["peek"]) == ["r1:src/reader.py:2"]
+    assert await found(["Base"]) == await found(["helper_fn"]) == ["r1:lib/base.rb:1"]
+    assert await found(["empty"]) == ["r1:lib/base.rb:2"]
+    assert await found(["run"]) == ["r1:lib/base.rb:3"]
+    assert await found(["Sinatra", "pkg", "Reader", ""]) == []
+    assert await found(["JsonReader", "peek"], limit=2) == [
+        "r2:a/JsonReader.java:1",
+        "r1:src/reader.py:1",
+    ]
+    assert await found(["JsonReader"], SearchFilters(repository_id="r1")) == ["r1:src/reader.py:1"]
+    assert await found(["JsonReader"], SearchFilters(file_type="java")) == [
+        "r2:a/JsonReader.java:1"
+    ]
+    assert await found(["JsonReader", "Base"], SearchFilters(directory="src")) == [
+        "r1:src/reader.py:1"
+    ]
+    assert await found([]) == []
+    # Replaced and deleted files leave no names behind.
+    await chunk_store.replace_files("r1", [named("r1", "src/reader.py", ["Other"])])
+    await chunk_store.delete_files("r2", ["a/JsonReader.java"])
+    assert await found(["JsonReader", "peek", "jsonreader"]) == []
+    assert await found(["Other", "empty"]) == ["r1:lib/base.rb:2", "r1:src/reader.py:1"]

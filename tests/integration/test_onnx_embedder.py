@@ -5,7 +5,10 @@ official model, exact truncation counts, the int8 graph's cache, and every sourc
 from __future__ import annotations
 
 import importlib
+import logging
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,3 +241,28 @@ async def test_a_hub_model_neither_cached_nor_reachable_names_the_setting(
 
 def test_the_builtin_model_is_the_default() -> None:
     assert OnnxEmbedder().model_name == BUILTIN_MODEL == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.mark.slow
+def test_deriving_the_int8_graph_leaves_the_process_logging_alone(tmp_path: Path) -> None:
+    """onnxruntime.quantization configures the root logger when imported; the CLI printed
+    its own INFO lines twice after a first run derived the graph."""
+    code = (
+        "import logging, pathlib, sys\n"
+        "from adapters.onnx import model_files as m\n"
+        "m.int8_graph(m.builtin_files(), pathlib.Path(sys.argv[1]))\n"
+        "logging.getLogger('codebase_mcp').info('an info record')\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), root.level)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "an info record" not in done.stderr
+    assert done.stdout.split() == ["0", str(logging.WARNING)]
+    assert list(tmp_path.glob("*.onnx"))

@@ -13,7 +13,14 @@ import numpy.typing as npt
 from codebase_core import lexical
 from codebase_core.errors import RepositoryBusy, RepositoryNotFound
 from codebase_core.model_rule import HeldVectors, check_one_model
-from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SourceFile
+from codebase_core.models import (
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    SourceFile,
+    symbol_names,
+)
 from codebase_core.ports import IndexedFile
 
 Matrix = npt.NDArray[np.float32]
@@ -45,6 +52,8 @@ class InMemoryChunkStore:
         self._chunks: dict[str, Chunk] = {}
         self._vectors: dict[str, Matrix] = {}
         self._postings: dict[str, dict[str, int]] = {}
+        # Name -> ids of the chunks whose symbol holds it (models.symbol_names).
+        self._names: dict[str, set[str]] = {}
         self._doc_len: dict[str, int] = {}
         self._total_len = 0
         # float32 arrays, not lists of Python floats: a 384-d list costs ~12 KiB, an array 1.5.
@@ -149,6 +158,8 @@ class InMemoryChunkStore:
                 self._drop_chunks(old.chunk_ids)
             for i, chunk in enumerate(f.chunks):
                 self._chunks[chunk.id] = chunk
+                for name in symbol_names(chunk.symbol):
+                    self._names.setdefault(name, set()).add(chunk.id)
                 terms = lexical.document_terms(chunk.content, chunk.file_path, chunk.symbol)
                 for term, tf in terms.items():
                     self._postings.setdefault(term, {})[chunk.id] = tf
@@ -170,6 +181,12 @@ class InMemoryChunkStore:
             chunk = self._chunks.pop(cid, None)
             if chunk is None:
                 continue
+            for name in symbol_names(chunk.symbol):
+                holders = self._names.get(name)
+                if holders is not None:
+                    holders.discard(cid)
+                    if not holders:
+                        del self._names[name]
             for term in lexical.document_terms(chunk.content, chunk.file_path, chunk.symbol):
                 posting = self._postings.get(term)
                 if posting is not None:
@@ -293,6 +310,14 @@ class InMemoryChunkStore:
             if filters.matches(self._chunks[cid])
         ]
         return _top(matched, limit), len(matched)
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        ids = set().union(*(self._names.get(n, set()) for n in names)) if names else set()
+        found = [c for c in (self._chunks[i] for i in ids) if filters.matches(c)]
+        found.sort(key=lambda c: (c.file_path, c.start_line, c.end_line, c.id))
+        return found[:limit]
 
 
 def _unit(vector: Sequence[float] | Matrix) -> Matrix:

@@ -245,21 +245,29 @@ class _DropPreprocessingAdvice(logging.Filter):
 
 @contextlib.contextmanager
 def _quiet_root() -> Iterator[None]:
+    """Importing onnxruntime.quantization calls ``logging.basicConfig(level=INFO)``, which
+    would print every later INFO record of the process twice over: the root logger's handlers
+    and level are put back as they were."""
     quiet = _DropPreprocessingAdvice()
     root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     root.addFilter(quiet)
     try:
         yield
     finally:
         root.removeFilter(quiet)
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _quantise(source: Path, target: Path) -> None:
     # Per-channel: per-tensor int8 damages MiniLM (cosine to fp32 down to 0.89). MatMul only:
     # the embedding table stays fp32 (its lookup costs nothing; quantising it lowers the worst
     # cosine from 0.987 to 0.978).
-    quantization: Any = importlib.import_module("onnxruntime.quantization")
     with _quiet_root():
+        quantization: Any = importlib.import_module("onnxruntime.quantization")
         quantization.quantize_dynamic(
             str(source),
             str(target),

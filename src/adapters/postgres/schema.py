@@ -242,6 +242,24 @@ ALTER TABLE {s}.postings
     ALTER COLUMN doc_lens SET STATISTICS 0;
 """,
     ),
+    (
+        8,
+        # The names a chunk's symbol holds (codebase_core.models.symbol_names, the same rule):
+        # a search looks up the chunks that define a queried name through this index, not by
+        # scanning. GIN: a merged chunk holds several names.
+        r"""
+CREATE FUNCTION {s}.symbol_names(symbol text) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(n), '{{}}') FROM (
+        SELECT regexp_replace(
+                   regexp_replace(btrim(p), '(\(\))?[!?]*$', ''), '^.*(::|\.|->|\\|#)', ''
+               ) AS n
+        FROM unnest(string_to_array(symbol, ',')) AS p
+    ) AS parts WHERE n <> ''
+$$;
+CREATE INDEX chunks_symbol_names ON {s}.chunks USING gin ({s}.symbol_names(symbol));
+""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

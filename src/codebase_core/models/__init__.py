@@ -61,12 +61,14 @@ from codebase_core.models.text import (
     chunk_id_for,
     context_lines,
     file_extension,
+    last_name,
     normalise_directory,
     normalise_file_type,
     path_in_directory,
     repository_id_for,
     sha256_hex,
     split_lines,
+    symbol_names,
 )
 
 __all__ = [
@@ -112,11 +114,13 @@ __all__ = [
     "chunk_id_for",
     "context_lines",
     "file_extension",
+    "last_name",
     "normalise_directory",
     "normalise_file_type",
     "path_in_directory",
     "repository_id_for",
     "sha256_hex",
     "split_lines",
+    "symbol_names",
     "utcnow",
 ]

@@ -4,6 +4,7 @@ repository-relative paths and filters on them, content hashes and stable ids."""
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 
 _NAMESPACE = uuid.UUID("8b3f0c2e-6a4d-4f7e-9d8c-2b1a0e5f4c3d")
@@ -128,3 +129,22 @@ def path_in_directory(path: str, directory: str) -> bool:
     if directory == "":
         return True
     return path == directory or path.startswith(directory + "/")
+
+
+_CALL_SUFFIX = re.compile(r"(\(\))?[!?]*$")
+_QUALIFIED_PREFIX = re.compile(r"^.*(::|\.|->|\\|#)", re.DOTALL)
+
+
+def last_name(name: str) -> str:
+    """The last part of a qualified name: ``Sinatra::Base`` -> ``Base``, ``a.b()`` -> ``b``,
+    ``Foo#empty?`` -> ``empty``."""
+    return _QUALIFIED_PREFIX.sub("", _CALL_SUFFIX.sub("", name.strip(), count=1), count=1)
+
+
+def symbol_names(symbol: str | None) -> list[str]:
+    """The names a chunk's symbol holds: the last part of each of its symbols (a merged
+    chunk's are joined by ``", "``). The Postgres store indexes the same rule in SQL
+    (``symbol_names`` of migration 8)."""
+    if not symbol:
+        return []
+    return [n for n in (last_name(p) for p in symbol.split(",")) if n]

@@ -1,9 +1,15 @@
 """SearchService: semantic, lexical and hybrid search over indexed chunks.
 
-``similarity_score`` (always in [0, 1]):
+Every mode gathers candidates, then orders them with the ranking stack
+(``codebase_core.ranking``: definitions first, paths, file coherence, priors against tests and
+docs for code questions, one chunk per file before a decay), so every store ranks alike. The
+candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
 - lexical: BM25 divided by the query's BM25 upper bound (see ``codebase_core.lexical``);
-- hybrid: the fused score (see ``codebase_core.fusion``), 1.0 for a chunk first in both lists.
+- hybrid: the fused score (see ``codebase_core.fusion``), with fusion weights chosen by the
+  query's kind (a name or a question in words).
+``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
+off (``RankingConfig(enabled=False)``) it is the retrieval score.
 
 ``total_count`` (before the limit and before duplicate collapsing):
 - semantic: chunks with vectors that pass the filters;
@@ -37,6 +43,7 @@ from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig, fuse
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import (
+    Chunk,
     Repository,
     ScoredChunk,
     SearchFilters,
@@ -45,8 +52,12 @@ from codebase_core.models import (
     SearchResult,
 )
 from codebase_core.ports import ChunkStore, Embedder, SourceTree
+from codebase_core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_core.services.hits import build_hits, collapse
 from codebase_core.services.together import together
+
+# Chunks defining a queried name that the lookup adds to the candidates, at most.
+DEFINITIONS_LOOKED_UP = 20
 
 EmbedderProvider = Callable[[], Awaitable[Embedder | None]]
 """Gives the embedder in use (None: lexical search only), choosing and opening it if need be."""
@@ -122,15 +133,24 @@ class SearchService:
         embedder: Embedder | EmbedderProvider | None,
         fusion: FusionConfig | None = None,
         source: SourceTree | None = None,
+        ranking: RankingConfig | None = None,
     ) -> None:
         """``embedder``: the embedder, None for lexical search only, or an async provider of
         either, called when a search first needs it. ``source`` reads the repositories on disk
         to mark hits ``stale``; without it no hit is marked (a library user searching an index
-        whose sources are elsewhere)."""
+        whose sources are elsewhere). ``ranking`` configures the ranking stack applied to
+        every mode's candidates (``codebase_core.ranking``)."""
         self._store = store
         self._embedder = _LazyEmbedder(embedder)
         self._fusion = fusion or FusionConfig()
         self._source = source
+        self._ranking = ranking or RankingConfig()
+
+    def with_ranking(self, ranking: RankingConfig) -> SearchService:
+        """This service with another ranking configuration (same store and embedder)."""
+        other = SearchService(self._store, None, self._fusion, self._source, ranking)
+        other._embedder = self._embedder
+        return other
 
     @property
     def default_mode(self) -> SearchMode:
@@ -150,11 +170,14 @@ class SearchService:
         """
         started = time.perf_counter()
         mode = query.mode
-        # Candidates per retrieval: fusion needs its depth; one list alone needs only slack for
-        # the near-duplicates that collapsing drops.
+        ranking = self._ranking
+        profile = analyse_query(query.text)
+        fusion = self._fusion_for(profile)
+        # Candidates per retrieval: fusion and the ranking stack need depth; one list alone,
+        # unranked, needs only slack for the near-duplicates that collapsing drops.
         depth = query.limit * 3
-        if mode is not SearchMode.LEXICAL:
-            depth = max(self._fusion.depth(query.limit), depth)
+        if mode is not SearchMode.LEXICAL or ranking.enabled:
+            depth = max(fusion.depth(query.limit), depth)
         dense: _Dense | None = None
         lexical_hits: list[ScoredChunk] = []
         lex_total = 0
@@ -173,14 +196,21 @@ class SearchService:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare.
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
-            ranked = fuse(dense.hits, lexical_hits, self._fusion)
+            ranked = fuse(dense.hits, lexical_hits, fusion)
             total = max(dense.total, lex_total)
         elif dense.extra and dense.hits:
-            ranked = fuse(dense.hits, dense.extra, self._fusion)
+            ranked = fuse(dense.hits, dense.extra, fusion)
             total = dense.total + dense.extra_total
         else:
             ranked = dense.hits or dense.extra
             total = dense.total + dense.extra_total
+        if ranking.enabled:
+            found: list[Chunk] = []
+            if ranking.definition_lookup and profile.names:
+                found = await self._store.definitions(
+                    profile.names, query.filters, DEFINITIONS_LOOKED_UP
+                )
+            ranked = rerank(ranked, profile, ranking, found)
         hits = await build_hits(self._store, self._source, collapse(ranked, query.limit))
         return SearchResult(
             query=query.text,
@@ -189,6 +219,18 @@ class SearchService:
             total_count=total,
             latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
             lexical_only_repositories=sorted(r.name for r in dense.lexical_only) if dense else [],
+        )
+
+    def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
+        """The fusion weights for this kind of query."""
+        r = self._ranking
+        if not (r.enabled and r.query_type_weights and profile.is_symbol):
+            return self._fusion
+        return self._fusion.model_copy(
+            update={
+                "semantic_weight": r.symbol_semantic_weight,
+                "lexical_weight": r.symbol_lexical_weight,
+            }
         )
 
     async def _dense(self, query: SearchQuery, mode: SearchMode, depth: int) -> _Dense | None:

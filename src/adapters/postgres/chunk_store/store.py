@@ -17,6 +17,7 @@ from adapters.postgres import postings
 from adapters.postgres._errors import DRIVER_ERRORS
 from adapters.postgres.ann import AnnConfig
 from adapters.postgres.chunk_store import embedding_cache
+from adapters.postgres.chunk_store.filters import SqlFilter
 from adapters.postgres.chunk_store.lexical_search import ranked, top_rows
 from adapters.postgres.chunk_store.model_guard import ModelGuard
 from adapters.postgres.chunk_store.rows import (
@@ -253,6 +254,23 @@ class PgChunkStore:
         async with self._session() as db:
             rows = await top_rows(db, keys, filters, limit)
         return ranked(rows, limit)
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        if not names:
+            return []
+        async with self._session() as db:
+            where = SqlFilter(filters, first_param=3)
+            rows = await db.conn.fetch(
+                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c "
+                f"WHERE {db.s}.symbol_names(c.symbol) && $1::text[] AND {where.sql} "
+                "ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2",
+                list(dict.fromkeys(names)),
+                limit,
+                *where.params,
+            )
+        return [chunk_of(r) for r in rows]
 
     # --- indexing lock and ANN maintenance -----------------------------------------------
 

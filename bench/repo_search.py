@@ -1,0 +1,285 @@
+"""Repository-level code search: NDCG@10 on ../shared/bench/repo-search (see its README).
+
+Each benchmark repository's ``benchmark_root`` is indexed with the product's own pipeline and
+default settings (memory store: ranking lives in the core, so the Postgres store ranks alike),
+then every query is searched with limit 10 and scored exactly by the benchmark's rules:
+
+- a result covers a target when its path matches (equal, or one is a ``/``-suffix of the
+  other) and, for a target with a line span, its lines overlap the span;
+- a target's rank is the rank of the first result covering it; DCG counts a 1 at each rank
+  holding a target (a binary relevance list);
+- ``n_relevant`` counts the targets some indexed chunk covers; ideal DCG is that of
+  ``min(10, n_relevant)`` ones; NDCG is 0 when ``n_relevant`` is 0;
+- a repository scores the mean over its queries; the benchmark the mean over repositories.
+
+Vectors are cached by chunk text under ``bench/.cache`` (the model's own name inside), so a
+re-run embeds only new chunk texts.
+
+    python -m bench.repo_search [--embedder onnx|none|...] [--modes lexical,hybrid]
+        [--repos fastapi,gin] [--bench-dir ../shared/bench/repo-search] [--out FILE]
+        [--ablate] [--variants JSON] [--show-misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.retrieval import emit, ranking_variants
+from codebase_core.models import Chunk, SearchHit, SearchMode, SearchQuery
+from codebase_core.ranking import RankingConfig
+from entrypoints.facade import Codebase, open_codebase
+from entrypoints.settings import Settings
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench" / "repo-search"
+CACHE = HERE / ".cache"
+
+# Published NDCG@10 on this development half (issue 19), for the table beside ours.
+PUBLISHED = {
+    "semble (BM25 + potion-code-16M + ranking rules)": 0.790,
+    "CodeRankEmbed hybrid": 0.807,
+}
+
+# Ablations: each switches one ranking component off (see codebase_core.ranking).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "no ranking stack": {"enabled": False},
+    "no query-type weights": {"query_type_weights": False},
+    "no definition boost": {"definition_boost": 0.0, "definition_lookup": False},
+    "no definition lookup": {"definition_lookup": False},
+    "no path match": {"path_boost": 0.0},
+    "no file coherence": {"coherence_boost": 0.0},
+    "no priors": {"priors": False},
+    "no file diversity": {"file_decay": 1.0},
+}
+
+
+def path_matches(result_path: str, target_path: str) -> bool:
+    a, b = result_path.strip("/"), target_path.strip("/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _covers(path: str, start: int, end: int, target: str | dict[str, Any]) -> bool:
+    if isinstance(target, str):
+        return path_matches(path, target)
+    if not path_matches(path, target["path"]):
+        return False
+    return start <= int(target["end_line"]) and end >= int(target["start_line"])
+
+
+def ndcg_at_10(
+    hits: Sequence[SearchHit], targets: Sequence[str | dict[str, Any]], n_relevant: int
+) -> float:
+    if n_relevant == 0:
+        return 0.0
+    ranks: set[int] = set()
+    for t in targets:
+        for rank, h in enumerate(hits[:10], start=1):
+            if _covers(h.file_path, h.start_line, h.end_line, t):
+                ranks.add(rank)
+                break
+    dcg = sum(1.0 / math.log2(r + 1) for r in ranks)
+    ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(10, n_relevant) + 1))
+    return dcg / ideal
+
+
+def covered_targets(chunks: Sequence[Chunk], targets: Sequence[str | dict[str, Any]]) -> int:
+    by_path: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        by_path[c.file_path].append(c)
+    n = 0
+    for t in targets:
+        path = t if isinstance(t, str) else t["path"]
+        found = False
+        for p, cs in by_path.items():
+            if path_matches(p, path) and any(_covers(p, c.start_line, c.end_line, t) for c in cs):
+                found = True
+                break
+        n += found
+    return n
+
+
+def category(q: dict[str, Any]) -> str:
+    if q.get("category"):
+        return str(q["category"])
+    text = q["query"].strip()
+    if " " not in text:
+        return "symbol"
+    return "architecture" if text.lower().startswith("how ") else "semantic"
+
+
+def _load_cache(cache_file: Path) -> tuple[str, dict[str, Any]] | None:
+    if not cache_file.is_file():
+        return None
+    data = np.load(cache_file, allow_pickle=False)
+    return str(data["model"]), dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
+
+
+def _write_cache(cache_file: Path, model: str, found: dict[str, list[float]]) -> None:
+    keys = sorted(found)
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        cache_file,
+        model=np.array(model),
+        hashes=np.array(keys),
+        vectors=np.array([found[k] for k in keys], dtype=np.float32),
+    )
+
+
+async def _seed_vectors(cb: Codebase, cache_file: Path) -> None:
+    cached = await asyncio.to_thread(_load_cache, cache_file)
+    if cached is not None:
+        await cb.store.cache_embeddings(*cached)
+
+
+async def _save_vectors(cb: Codebase, cache_file: Path, repo_id: str, model: str) -> None:
+    hashes = sorted({c.content_hash for c in await cb.store.chunks(repo_id)})
+    found = await cb.store.cached_embeddings(model, hashes)
+    if found:
+        await asyncio.to_thread(_write_cache, cache_file, model, found)
+
+
+async def run_repo(
+    spec: dict[str, Any],
+    queries: list[dict[str, Any]],
+    args: argparse.Namespace,
+    variants: dict[str, RankingConfig],
+) -> dict[str, Any]:
+    root = args.bench_dir / "repos" / spec["name"]
+    if spec.get("benchmark_root"):
+        root = root / spec["benchmark_root"]
+    settings = Settings(store="memory", embedder=args.embedder)
+    cache_file = CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
+    async with open_codebase(settings) as cb:
+        await _seed_vectors(cb, cache_file)
+        started = time.perf_counter()
+        indexed = await cb.index(root)
+        index_s = time.perf_counter() - started
+        repo = await cb.repository(indexed.repository_id)
+        if repo.embedding_model:
+            await _save_vectors(cb, cache_file, repo.id, repo.embedding_model)
+        chunks = await cb.store.chunks(repo.id)
+        service = await cb.search_service()
+        out: dict[str, Any] = {
+            "chunks": len(chunks),
+            "files": indexed.files_indexed,
+            "index_s": round(index_s, 2),
+        }
+        for mode in args.modes:
+            for variant, cfg in variants.items():
+                svc = service.with_ranking(cfg)
+                scores: list[dict[str, Any]] = []
+                for q in queries:
+                    targets = list(q.get("relevant", [])) + list(q.get("secondary", []))
+                    n_rel = covered_targets(chunks, targets)
+                    query = SearchQuery.build(q["query"], mode=mode, limit=10)
+                    result = await svc.search(query)
+                    if result.mode is not SearchMode(mode):
+                        raise SystemExit(f"{spec['name']}: asked {mode}, searched {result.mode}")
+                    score = ndcg_at_10(result.hits, targets, n_rel)
+                    row = {"category": category(q), "ndcg": score, "ms": result.latency_ms}
+                    if args.show_misses and score < 0.5:
+                        row["query"] = q["query"]
+                        row["top"] = [f"{h.file_path}:{h.start_line}" for h in result.hits[:5]]
+                        row["want"] = [t if isinstance(t, str) else t["path"] for t in targets]
+                    scores.append(row)
+                out[f"{mode}/{variant}"] = scores
+    return out
+
+
+def summarise(
+    per_repo: dict[str, dict[str, Any]], langs: dict[str, str], key: str
+) -> dict[str, Any]:
+    repo_means: dict[str, float] = {}
+    cats: dict[str, list[float]] = defaultdict(list)
+    latencies: list[float] = []
+    for name, r in per_repo.items():
+        rows = r[key]
+        repo_means[name] = statistics.fmean(x["ndcg"] for x in rows)
+        # Per category: the benchmark's repository-then-mean rule within each category.
+        per_cat: dict[str, list[float]] = defaultdict(list)
+        for x in rows:
+            per_cat[x["category"]].append(x["ndcg"])
+            latencies.append(x["ms"])
+        for c, v in per_cat.items():
+            cats[c].append(statistics.fmean(v))
+    by_lang: dict[str, list[float]] = defaultdict(list)
+    for name, v in repo_means.items():
+        by_lang[langs[name]].append(v)
+    latencies.sort()
+    return {
+        "ndcg@10": round(statistics.fmean(repo_means.values()), 4),
+        "by_category": {c: round(statistics.fmean(v), 4) for c, v in sorted(cats.items())},
+        "by_language": {k: round(statistics.fmean(v), 4) for k, v in sorted(by_lang.items())},
+        "by_repository": {k: round(v, 4) for k, v in sorted(repo_means.items())},
+        "latency_ms_p50": round(statistics.median(latencies), 2),
+        "latency_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    specs = json.loads((args.bench_dir / "repos.json").read_text())
+    if args.repos:
+        wanted = set(args.repos.split(","))
+        specs = [s for s in specs if s["name"] in wanted]
+    variants = ranking_variants(args.variants)
+    if args.ablate:
+        variants.update({k: RankingConfig(**v) for k, v in ABLATIONS.items()})
+    per_repo: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        queries = json.loads((args.bench_dir / "annotations" / f"{spec['name']}.json").read_text())
+        per_repo[spec["name"]] = await run_repo(spec, queries, args, variants)
+        first = f"{args.modes[0]}/default"
+        mean = statistics.fmean(x["ndcg"] for x in per_repo[spec["name"]][first])
+        print(f"{spec['name']:16} {first}: {mean:.4f}", flush=True)
+    langs = {s["name"]: s["language"] for s in specs}
+    out: dict[str, Any] = {
+        "embedder": args.embedder,
+        "repositories": len(per_repo),
+        "queries": sum(len(next(iter(r[k] for k in r if "/" in k))) for r in per_repo.values()),
+        "published_dev_half": PUBLISHED,
+        "index": {
+            n: {k: r[k] for k in ("files", "chunks", "index_s")} for n, r in per_repo.items()
+        },
+    }
+    for mode in args.modes:
+        for variant in variants:
+            out[f"{mode}/{variant}"] = summarise(per_repo, langs, f"{mode}/{variant}")
+    if args.show_misses:
+        out["misses"] = {
+            n: [x for x in r[f"{args.modes[0]}/default"] if "query" in x]
+            for n, r in per_repo.items()
+        }
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--embedder", default="onnx")
+    p.add_argument("--modes", default="lexical,hybrid", type=lambda s: s.split(","))
+    p.add_argument("--repos", default=None, help="comma-separated names (default: all)")
+    p.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
+    p.add_argument("--ablate", action="store_true", help="also score each ablation")
+    p.add_argument(
+        "--variants", default=None, help='more configurations: {"name": {field: value}, ...}'
+    )
+    p.add_argument("--show-misses", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    if "lexical" in args.modes and args.embedder != "none" and args.modes == ["lexical"]:
+        args.embedder = "none"  # a lexical-only run needs no model
+    emit(asyncio.run(run(args)), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The ranking stack's knobs. Defaults come from ``codebase_core.defaults`` and were measured
+on the repository benchmark, CoSQA and the own eval (``bench/repo_search.py``; README)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from codebase_core import defaults
+
+
+class RankingConfig(BaseModel):
+    """How ``rerank`` orders the candidates of a search (see ``codebase_core.ranking``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    # Fusion weights (semantic, lexical) for a symbol query: a name is found by its letters.
+    query_type_weights: bool = True
+    symbol_semantic_weight: float = Field(default=defaults.RANK_SYMBOL_SEMANTIC_WEIGHT, ge=0.0)
+    symbol_lexical_weight: float = Field(default=defaults.RANK_SYMBOL_LEXICAL_WEIGHT, ge=0.0)
+    # Added, in units of the best candidate's score, to a chunk defining a queried name; times
+    # ``stem_factor`` when its file is named after it. Names inside a sentence get
+    # ``embedded_factor`` of it.
+    definition_boost: float = Field(default=defaults.RANK_DEFINITION_BOOST, ge=0.0)
+    stem_factor: float = Field(default=defaults.RANK_STEM_FACTOR, ge=1.0)
+    embedded_factor: float = Field(default=defaults.RANK_EMBEDDED_FACTOR, ge=0.0)
+    # Look the queried names up among every chunk's symbols, not only the candidates.
+    definition_lookup: bool = True
+    # Added, times the share of query words found in the file's name or folder.
+    path_boost: float = Field(default=defaults.RANK_PATH_BOOST, ge=0.0)
+    # Added to a file's best chunk, times its file's summed candidate score over the best file's.
+    coherence_boost: float = Field(default=defaults.RANK_COHERENCE_BOOST, ge=0.0)
+    # Multipliers for files that are not the source a code question wants (see ranking.paths).
+    priors: bool = True
+    test_prior: float = Field(default=defaults.RANK_TEST_PRIOR, gt=0.0, le=1.0)
+    example_prior: float = Field(default=defaults.RANK_EXAMPLE_PRIOR, gt=0.0, le=1.0)
+    doc_prior: float = Field(default=defaults.RANK_DOC_PRIOR, gt=0.0, le=1.0)
+    compat_prior: float = Field(default=defaults.RANK_COMPAT_PRIOR, gt=0.0, le=1.0)
+    generated_prior: float = Field(default=defaults.RANK_GENERATED_PRIOR, gt=0.0, le=1.0)
+    stub_prior: float = Field(default=defaults.RANK_STUB_PRIOR, gt=0.0, le=1.0)
+    barrel_prior: float = Field(default=defaults.RANK_BARREL_PRIOR, gt=0.0, le=1.0)
+    # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
+    trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
+    # A file's second chunk counts this much, its third this squared, ...
+    file_decay: float = Field(default=defaults.RANK_FILE_DECAY, gt=0.0, le=1.0)

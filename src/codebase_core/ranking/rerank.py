@@ -1,0 +1,218 @@
+"""Re-ranking a search's candidates the way a developer reads code.
+
+The candidates come fused from the retrievals (``codebase_core.fusion``), best first. Scores
+are first taken relative to the best candidate (1.0), so every boost below is in units of the
+best retrieval score and means the same whatever the retrieval's scale. Then, in order:
+
+1. **File coherence**: a file's best chunk gains ``coherence_boost`` times the file's summed
+   candidate score over the best file's (a file with several strong chunks is about the query).
+2. **Definitions**: a chunk that defines a queried name (``ranking.definitions``) gains
+   ``definition_boost``, times ``stem_factor`` when its file is named after it; names written
+   inside a sentence count ``embedded_factor`` of that. Definitions the retrievals missed
+   (found by the store's symbol lookup) enter with this boost alone.
+3. **Paths**: for a question in words, a chunk gains ``path_boost`` times the share of the
+   query's words found in its file's name or folder (exactly, or one a prefix of the other).
+4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
+   vendored or generated copies, declaration stubs and re-export barrels rank below the source
+   unless the query asks for that kind of file; a chunk with almost nothing in it ranks low.
+5. **Diversity**: taken best first, a file's second chunk counts ``file_decay`` of its score,
+   its third ``file_decay**2``..., so ten results cover more files. A file's best chunk keeps
+   its score, so it never falls below another file's lesser chunk.
+
+The final score is divided by the most a chunk can reach, so it stays in [0, 1]. Ties break on
+path and start line, so ranking is deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from codebase_core.models import Chunk, ScoredChunk, last_name
+from codebase_core.ranking import paths
+from codebase_core.ranking.config import RankingConfig
+from codebase_core.ranking.definitions import defines
+from codebase_core.ranking.paths import FileRole
+from codebase_core.ranking.query import (
+    COMPAT_WORDS,
+    DOC_WORDS,
+    EXAMPLE_WORDS,
+    GENERATED_WORDS,
+    TEST_WORDS,
+    QueryProfile,
+)
+
+_WORD_CHARS = re.compile(r"\w")
+# Fewer letters, digits and underscores than this: nothing to read.
+_TRIVIAL_WORD_CHARS = 16
+_FileKey = tuple[str, str]
+
+
+def _key(c: Chunk) -> _FileKey:
+    return (c.repository_id, c.file_path)
+
+
+def is_trivial(content: str) -> bool:
+    """A chunk with almost nothing to read: a lone heading or anchor, a closing brace."""
+    for n, _ in enumerate(_WORD_CHARS.finditer(content), start=1):
+        if n >= _TRIVIAL_WORD_CHARS:
+            return False
+    return True
+
+
+def prior(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
+    """The multiplier for the kind of file ``chunk`` is in (1.0 for source, or when asked)."""
+    factor = 1.0
+    role = paths.file_role(chunk.file_path, chunk.content)
+    if role is FileRole.TEST and not profile.asks_for(TEST_WORDS):
+        factor *= config.test_prior
+    elif role is FileRole.EXAMPLE and not profile.asks_for(EXAMPLE_WORDS):
+        factor *= config.example_prior
+    elif role is FileRole.DOC and not profile.asks_for(DOC_WORDS):
+        factor *= config.doc_prior
+    elif role is FileRole.COMPAT and not profile.asks_for(COMPAT_WORDS):
+        factor *= config.compat_prior
+    elif role is FileRole.GENERATED and not profile.asks_for(GENERATED_WORDS):
+        factor *= config.generated_prior
+    elif role is FileRole.STUB:
+        factor *= config.stub_prior
+    elif role is FileRole.BARREL:
+        factor *= config.barrel_prior
+    if is_trivial(chunk.content):
+        factor *= config.trivial_prior
+    return factor
+
+
+# Word endings that change a word's form, not its subject (``parsing``/``parser``,
+# ``serialization``/``serializer``), for comparing query words with path words only: the
+# lexical index keeps its terms as they are.
+_ENDINGS = (
+    "izations", "ization", "isation", "ations", "ation", "izers", "izer", "izes", "ize",
+    "ings", "ing", "ions", "ion", "ers", "er", "ors", "or", "ed", "es", "s",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16_384)
+def stem(word: str) -> str:
+    """``word`` without one form-changing ending, keeping at least three letters."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+@functools.lru_cache(maxsize=65_536)
+def _words_match(word: str, part: str) -> bool:
+    if word == part:
+        return True
+    a, b = stem(word), stem(part)
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 3 and long_.startswith(short)
+
+
+def path_share(profile: QueryProfile, path: str) -> float:
+    """The share of the query's words (of three letters or more) found in the file's name or
+    the folder holding it."""
+    words = [t for t in profile.terms if len(t) >= 3]
+    if not words:
+        return 0.0
+    parts = _path_words(path)
+    found = sum(1 for w in words if any(_words_match(w, p) for p in parts))
+    return found / len(words)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _path_words(path: str) -> frozenset[str]:
+    return paths.path_terms(path)
+
+
+def definition_gain(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
+    """What defining one of the queried names adds to ``chunk`` (0 when it defines none)."""
+    if not profile.names or config.definition_boost <= 0:
+        return 0.0
+    scale = 1.0 if profile.is_symbol else config.embedded_factor
+    for name in profile.names:
+        if defines(chunk, name):
+            named_after = paths.normalise_name(last_name(name)) in paths.stem_names(chunk.file_path)
+            return config.definition_boost * scale * (config.stem_factor if named_after else 1.0)
+    return 0.0
+
+
+def ceiling(config: RankingConfig) -> float:
+    """The most a chunk can score before normalising."""
+    return (
+        1.0
+        + config.coherence_boost
+        + config.definition_boost * config.stem_factor
+        + config.path_boost
+    )
+
+
+def diversify(scored: Sequence[ScoredChunk], decay: float) -> list[ScoredChunk]:
+    """Best first; a file's n-th chunk (from 0) scaled by ``decay**n``, then sorted again."""
+    ordered = sorted(scored, key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
+    seen: dict[_FileKey, int] = defaultdict(int)
+    out: list[ScoredChunk] = []
+    for s in ordered:
+        n = seen[_key(s.chunk)]
+        seen[_key(s.chunk)] = n + 1
+        out.append(s if n == 0 else ScoredChunk(chunk=s.chunk, score=s.score * decay**n))
+    out.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
+    return out
+
+
+def rerank(
+    candidates: Sequence[ScoredChunk],
+    profile: QueryProfile,
+    config: RankingConfig,
+    definitions: Sequence[Chunk] = (),
+) -> list[ScoredChunk]:
+    """``candidates`` (fused, any order) and ``definitions`` (chunks defining a queried name,
+    from the store's lookup) ordered as the module docstring says, scores in [0, 1]."""
+    top = max((s.score for s in candidates), default=0.0)
+    chunks: dict[str, Chunk] = {}
+    base: dict[str, float] = {}
+    for s in candidates:
+        chunks[s.chunk.id] = s.chunk
+        base[s.chunk.id] = s.score / top if top > 0 else 0.0
+    for c in definitions:
+        if c.id not in chunks:
+            chunks[c.id] = c
+            base[c.id] = 0.0
+    if not chunks:
+        return []
+    gain: dict[str, float] = dict.fromkeys(chunks, 0.0)
+    if config.coherence_boost > 0:
+        file_sum: dict[_FileKey, float] = defaultdict(float)
+        best: dict[_FileKey, str] = {}
+        # In file order, whatever the candidates' order: sums round alike, and a tie for a
+        # file's best goes to its earlier chunk.
+        for c in sorted(chunks.values(), key=lambda c: (*_key(c), c.start_line, c.id)):
+            k = _key(c)
+            file_sum[k] += base[c.id]
+            if k not in best or base[c.id] > base[best[k]]:
+                best[k] = c.id
+        most = max(file_sum.values())
+        if most > 0:
+            for k, cid in best.items():
+                gain[cid] += config.coherence_boost * file_sum[k] / most
+    for cid, c in chunks.items():
+        gain[cid] += definition_gain(c, profile, config)
+        if config.path_boost > 0 and not profile.is_symbol:
+            gain[cid] += config.path_boost * path_share(profile, c.file_path)
+    bound = ceiling(config)
+    scored = [
+        ScoredChunk(
+            chunk=c,
+            score=(base[cid] + gain[cid])
+            * (prior(c, profile, config) if config.priors else 1.0)
+            / bound,
+        )
+        for cid, c in chunks.items()
+    ]
+    return [
+        ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, s.score)))
+        for s in diversify(scored, config.file_decay)
+    ]

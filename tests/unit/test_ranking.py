@@ -1,0 +1,287 @@
+"""The ranking stack (codebase_core.ranking): query understanding, definitions, path roles,
+and properties of the re-ranking."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
+from codebase_core.ranking import QueryKind, RankingConfig, analyse_query, rerank
+from codebase_core.ranking.definitions import defines
+from codebase_core.ranking.paths import FileRole, file_role, stem_names
+from codebase_core.ranking.rerank import ceiling, diversify
+
+
+def chunk(
+    path: str, content: str, symbol: str | None = None, line: int = 1, repo: str = "r"
+) -> Chunk:
+    n = content.count("\n")
+    return Chunk(
+        id=f"{repo}:{path}:{line}",
+        repository_id=repo,
+        file_path=path,
+        language=None,
+        symbol=symbol,
+        start_line=line,
+        end_line=line + n,
+        content=content,
+        content_hash=f"{path}:{line}",
+        token_count=len(content.split()),
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("HTTPAdapter", ("HTTPAdapter",)),
+        ("field_validator", ("field_validator",)),
+        ("Sinatra::Base", ("Base", "Sinatra::Base")),
+        ("a.b", ("b", "a.b")),
+        ("uv_loop_init()", ("uv_loop_init",)),
+        ("Observable", ("Observable",)),
+        ("_private", ("_private",)),
+        ("getUserName", ("getUserName",)),
+    ],
+)
+def test_identifier_queries_are_symbol_queries(query: str, names: tuple[str, ...]) -> None:
+    profile = analyse_query(query)
+    assert profile.kind is QueryKind.SYMBOL
+    assert profile.names == names
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("router", ()),
+        ("parse the config file", ()),
+        ("how does JsonReader handle lenient mode", ("JsonReader",)),
+        ("where is `field_validator` applied to a model?", ("field_validator",)),
+        ("Sinatra::Base routes and the Rack stack", ("Base",)),
+        ("Cache eviction policy", ()),
+    ],
+)
+def test_sentences_are_natural_language_with_their_identifiers(
+    query: str, names: tuple[str, ...]
+) -> None:
+    profile = analyse_query(query)
+    assert profile.kind is QueryKind.NATURAL
+    assert profile.names == names
+
+
+def test_names_and_symbols_share_one_rule() -> None:
+    assert last_name("Sinatra::Base") == "Base"
+    assert last_name("Foo#empty?") == "empty"
+    assert last_name("a.b()") == "b"
+    assert last_name("Obj->method") == "method"
+    assert symbol_names("pkg.JsonReader, helper_fn") == ["JsonReader", "helper_fn"]
+    assert symbol_names(None) == symbol_names("") == []
+
+
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [
+        ("def field_validator(*fields):\n    ...", "field_validator"),
+        ("class JsonReader(Closeable) {", "JsonReader"),
+        ("func (engine *Engine) Use(middleware ...HandlerFunc) IRoutes {", "Use"),
+        ("pub trait Visitor<'de>: Sized {", "Visitor"),
+        ("defmodule Phoenix.Router do", "Router"),
+        ("local function setup(opts)", "setup"),
+        ("function M.setup(config)", "setup"),
+        ("export const object = <T>(shape: T) => {", "object"),
+        ("  sealed class Result<out T> {", "Result"),
+        ("type HandlerFunc func(*Context)", "HandlerFunc"),
+        ("// Reads JSON.\n@Deprecated\nclass JsonReader {", "JsonReader"),
+        ("x = 1\nfn main() {}", "main"),
+    ],
+)
+def test_definition_keywords_before_the_name(content: str, name: str) -> None:
+    assert defines(chunk("f.x", content), name)
+
+
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [
+        ("reader = JsonReader(stream)", "JsonReader"),
+        ("return new JsonReader(in);", "JsonReader"),
+        ("class JsonReaderTest {", "JsonReader"),
+        ("def setup_logging():", "setup"),
+        ("class jsonreader:", "JsonReader"),
+    ],
+)
+def test_uses_are_not_definitions(content: str, name: str) -> None:
+    assert not defines(chunk("f.x", content), name)
+
+
+def test_the_chunk_symbol_counts_as_a_definition() -> None:
+    method = chunk("Reader.java", "public int peek() { return a; }", symbol="JsonReader.peek")
+    assert defines(method, "peek")
+    assert defines(method, "JsonReader.peek")
+    assert not defines(method, "JsonReader")
+
+
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("src/router.py", FileRole.SOURCE),
+        ("tests/test_router.py", FileRole.TEST),
+        ("pkg/router_test.go", FileRole.TEST),
+        ("src/test/java/JsonReaderTest.java", FileRole.TEST),
+        ("lib/parser.spec.ts", FileRole.TEST),
+        ("examples/basic/main.go", FileRole.EXAMPLE),
+        ("docs_src/tutorial001.py", FileRole.EXAMPLE),
+        ("README.md", FileRole.DOC),
+        ("docs/guide/index.rst", FileRole.DOC),
+        ("src/_compat.py", FileRole.COMPAT),
+        ("v3/legacy/errors.ts", FileRole.COMPAT),
+        ("single_include/nlohmann/json.hpp", FileRole.GENERATED),
+        ("api/service.pb.go", FileRole.GENERATED),
+        ("types/index.d.ts", FileRole.STUB),
+        ("Contest.java", FileRole.SOURCE),
+        ("latest.py", FileRole.SOURCE),
+    ],
+)
+def test_file_roles(path: str, role: FileRole) -> None:
+    assert file_role(path) is role
+
+
+def test_a_barrel_is_told_by_its_content() -> None:
+    reexports = "from .a import A\nfrom .b import B\n__all__ = ['A', 'B']"
+    assert file_role("pkg/__init__.py", reexports) is FileRole.BARREL
+    assert file_role("pkg/__init__.py", "def setup():\n    return 1") is FileRole.SOURCE
+    assert file_role("src/index.ts", "export * from './a';\nexport { b } from './b';") is (
+        FileRole.BARREL
+    )
+
+
+def test_stem_names() -> None:
+    assert "jsonreader" in stem_names("a/JsonReader.java")
+    assert "jsonreader" in stem_names("a/json_reader.py")
+    assert "validator" in stem_names("validators.py")
+
+
+def test_the_definition_ranks_above_its_uses() -> None:
+    uses = [
+        ScoredChunk(chunk=chunk(f"test/t{i}_test.py", f"r = JsonReader()\nr.peek({i})"), score=0.9)
+        for i in range(3)
+    ]
+    use_in_source = ScoredChunk(chunk=chunk("src/app.py", "r = JsonReader(x)\nreturn r"), score=0.8)
+    definition = chunk(
+        "src/json_reader.py", "class JsonReader:\n    '''Reads JSON.'''", "JsonReader"
+    )
+    ranked = rerank(
+        [*uses, use_in_source], analyse_query("JsonReader"), RankingConfig(), [definition]
+    )
+    assert ranked[0].chunk == definition
+    assert ranked[1].chunk == use_in_source.chunk
+
+
+def test_a_query_about_tests_keeps_them() -> None:
+    test = ScoredChunk(
+        chunk=chunk("tests/test_auth.py", "def test_login(client):\n    ..."), score=1.0
+    )
+    src = ScoredChunk(chunk=chunk("src/auth.py", "def login(user, password):\n    ..."), score=0.8)
+    config = RankingConfig(path_boost=0.0, coherence_boost=0.0)
+    assert rerank([test, src], analyse_query("login flow"), config)[0].chunk == src.chunk
+    assert rerank([test, src], analyse_query("login tests"), config)[0].chunk == test.chunk
+
+
+# --- properties ----------------------------------------------------------------------------
+
+_PATHS = ["src/a.py", "src/b.py", "tests/test_a.py", "docs/a.md", "lib/c.go", "README.md"]
+_TEXTS = [
+    "def parse(text):\n    return json.loads(text)",
+    "class Parser:\n    def feed(self, data):\n        pass",
+    "x = Parser()\nx.feed(parse(text))",
+    "# Parser",
+    "}",
+    "func Parse(s string) (Node, error) {\n    return nil, nil\n}",
+]
+
+
+@st.composite
+def candidates(draw: st.DrawFn) -> list[ScoredChunk]:
+    n = draw(st.integers(min_value=0, max_value=12))
+    out: list[ScoredChunk] = []
+    for i in range(n):
+        c = chunk(
+            draw(st.sampled_from(_PATHS)),
+            draw(st.sampled_from(_TEXTS)),
+            draw(st.sampled_from([None, "Parser", "parse", "Parser.feed"])),
+            line=i * 10 + 1,
+        )
+        out.append(ScoredChunk(chunk=c, score=draw(st.floats(min_value=0.0, max_value=1.0))))
+    return out
+
+
+_QUERIES = st.sampled_from(["Parser", "parse", "how is text parsed", "parser tests", "feed"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(cands=candidates(), query=_QUERIES)
+def test_rerank_keeps_every_candidate_once_with_scores_in_range(
+    cands: list[ScoredChunk], query: str
+) -> None:
+    ranked = rerank(cands, analyse_query(query), RankingConfig())
+    assert sorted(s.chunk.id for s in ranked) == sorted(s.chunk.id for s in cands)
+    assert all(0.0 <= s.score <= 1.0 for s in ranked)
+    assert [s.score for s in ranked] == sorted((s.score for s in ranked), reverse=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cands=candidates(), query=_QUERIES, seed=st.integers(0, 1000))
+def test_rerank_does_not_depend_on_input_order(
+    cands: list[ScoredChunk], query: str, seed: int
+) -> None:
+    shuffled = list(cands)
+    random.Random(seed).shuffle(shuffled)
+    profile = analyse_query(query)
+    assert rerank(cands, profile, RankingConfig()) == rerank(shuffled, profile, RankingConfig())
+
+
+@settings(max_examples=150, deadline=None)
+@given(cands=candidates(), query=_QUERIES)
+def test_a_penalty_never_lifts_a_chunk(cands: list[ScoredChunk], query: str) -> None:
+    profile = analyse_query(query)
+    # Without the per-file decay, which depends on the order within a file.
+    with_priors = rerank(cands, profile, RankingConfig(file_decay=1.0))
+    without = {
+        s.chunk.id: s.score
+        for s in rerank(cands, profile, RankingConfig(file_decay=1.0, priors=False))
+    }
+    assert all(s.score <= without[s.chunk.id] + 1e-12 for s in with_priors)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cands=candidates(), query=_QUERIES)
+def test_a_definition_boost_never_lowers_a_chunk(cands: list[ScoredChunk], query: str) -> None:
+    profile = analyse_query(query)
+    config = RankingConfig(file_decay=1.0)
+    plain_config = RankingConfig(file_decay=1.0, definition_boost=0.0)
+    boosted = {s.chunk.id: s.score for s in rerank(cands, profile, config)}
+    # Scores are divided by the ceiling, which the boost raises: compare before dividing.
+    scale = ceiling(plain_config) / ceiling(config)
+    for s in rerank(cands, profile, plain_config):
+        assert boosted[s.chunk.id] >= s.score * scale - 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(cands=candidates(), decay=st.floats(min_value=0.05, max_value=1.0))
+def test_diversity_never_drops_a_files_best_chunk_below_another_files_lesser_one(
+    cands: list[ScoredChunk], decay: float
+) -> None:
+    out = diversify(cands, decay)
+    position = {s.chunk.id: i for i, s in enumerate(out)}
+    best: dict[str, ScoredChunk] = {}
+    for s in sorted(cands, key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line)):
+        best.setdefault(s.chunk.file_path, s)
+    for f, top in best.items():
+        for s in cands:
+            if s.chunk.file_path != f and s.score < top.score:
+                assert position[top.chunk.id] < position[s.chunk.id]
+    assert {
+        s.chunk.id: s.score for s in out if s.chunk.id in {b.chunk.id for b in best.values()}
+    } == {b.chunk.id: b.score for b in best.values()}
