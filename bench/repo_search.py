@@ -35,9 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.retrieval import emit, ranking_variants
+from bench.retrieval import Variant, emit, ranking_variants
 from codebase_core.models import Chunk, SearchHit, SearchMode, SearchQuery
-from codebase_core.ranking import RankingConfig
 from entrypoints.facade import Codebase, open_codebase
 from entrypoints.settings import Settings
 
@@ -153,7 +152,7 @@ async def run_repo(
     spec: dict[str, Any],
     queries: list[dict[str, Any]],
     args: argparse.Namespace,
-    variants: dict[str, RankingConfig],
+    variants: dict[str, Variant],
 ) -> dict[str, Any]:
     root = args.bench_dir / "repos" / spec["name"]
     if spec.get("benchmark_root"):
@@ -177,7 +176,8 @@ async def run_repo(
         }
         for mode in args.modes:
             for variant, cfg in variants.items():
-                svc = service.with_ranking(cfg)
+                fusion = service.fusion.model_copy(update=cfg.fusion) if cfg.fusion else None
+                svc = service.with_ranking(cfg.ranking, fusion)
                 scores: list[dict[str, Any]] = []
                 for q in queries:
                     targets = list(q.get("relevant", [])) + list(q.get("secondary", []))
@@ -232,9 +232,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.repos:
         wanted = set(args.repos.split(","))
         specs = [s for s in specs if s["name"] in wanted]
-    variants = ranking_variants(args.variants)
-    if args.ablate:
-        variants.update({k: RankingConfig(**v) for k, v in ABLATIONS.items()})
+    variants = ranking_variants(args.variants, ABLATIONS if args.ablate else None)
     per_repo: dict[str, dict[str, Any]] = {}
     for spec in specs:
         queries = json.loads((args.bench_dir / "annotations" / f"{spec['name']}.json").read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,23 +52,40 @@ def emit(result: dict[str, Any], out: str | None) -> None:
         Path(out).write_text(text + "\n")
 
 
-def ranking_variants(spec: str | None) -> dict[str, RankingConfig]:
-    """The default ranking, and the variants ``spec`` names (JSON ``{name: {field: value}}``)."""
-    variants = {"default": RankingConfig()}
+@dataclass(frozen=True)
+class Variant:
+    """A ranking configuration and fusion settings to compare on one index."""
+
+    ranking: RankingConfig
+    fusion: dict[str, Any]
+
+
+def ranking_variants(
+    spec: str | None, extra: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Variant]:
+    """The defaults, then each variant of ``extra`` and ``spec`` (JSON ``{name: {field:
+    value}}``, RankingConfig fields, and ``"fusion": {FusionConfig field: value}``)."""
+    named: dict[str, dict[str, Any]] = {"default": {}, **(extra or {})}
     if spec:
-        variants.update({k: RankingConfig(**v) for k, v in json.loads(spec).items()})
-    return variants
+        named.update(json.loads(spec))
+    out: dict[str, Variant] = {}
+    for name, fields in named.items():
+        fields = dict(fields)
+        fusion = fields.pop("fusion", {})
+        out[name] = Variant(RankingConfig(**fields), fusion)
+    return out
 
 
 async def ranked_search(
     cb: Codebase,
-    ranking: RankingConfig,
+    variant: Variant,
     text: str,
     mode: str,
     limit: int = 10,
     repository_id: str | None = None,
 ) -> SearchResult:
-    """``cb.search`` with another ranking configuration."""
-    service = (await cb.search_service()).with_ranking(ranking)
+    """``cb.search`` with another ranking and fusion configuration."""
+    service = await cb.search_service()
+    fusion = service.fusion.model_copy(update=variant.fusion) if variant.fusion else None
     query = SearchQuery.build(text, mode=mode, limit=limit, repository_id=repository_id)
-    return await service.search(query)
+    return await service.with_ranking(variant.ranking, fusion).search(query)

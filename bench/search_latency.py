@@ -9,7 +9,8 @@ with no filter and with a directory filter. Query vectors are computed before ti
 wrapping embedder answers from a dict), so the figures exclude query embedding, as the target
 says. Reports p50/p95 in milliseconds over --repeat passes of the query set.
 
-    python -m bench.search_latency [--files 16000 | --source DIR] [--out bench/results/x.json]
+    python -m bench.search_latency [--files 16000 | --source DIR] [--unranked]
+        [--out bench/results/x.json]
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from typing import Any
 from adapters.hashing import HashingEmbedder
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
-from codebase_core.models import Embeddings
+from codebase_core.models import Embeddings, SearchQuery
+from codebase_core.ranking import RankingConfig
 from entrypoints.facade import open_codebase
 from entrypoints.settings import Settings, cli_index_workers
 
@@ -126,25 +128,34 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             out["directory_filters"] = {
                 d: sum(1 for _ in (root / d).rglob("*") if _.is_file()) for d in directories
             }
-            # Swap in precomputed query vectors (same model name, so no mismatch).
-            service = await cb.search_service()
-            service._embedder = await _Precomputed.of(HashingEmbedder(384), qs)
+            # Precomputed query vectors (same model name, so no mismatch).
+            ranked = (await cb.search_service()).with_embedder(
+                await _Precomputed.of(HashingEmbedder(384), qs)
+            )
+            services = {"": ranked}
+            if args.unranked:
+                services["/unranked"] = ranked.with_ranking(RankingConfig(enabled=False))
             for q in qs[:5]:  # warm the pool and plans
-                await cb.search(q)
-            for mode in ("semantic", "lexical", "hybrid"):
-                for label, flt in [("none", None), *((f"directory={d}", d) for d in directories)]:
-                    lat: list[float] = []
-                    for _ in range(args.repeat):
-                        for q in qs:
-                            t = time.perf_counter()
-                            await cb.search(q, mode=mode, limit=10, directory=flt)
-                            lat.append((time.perf_counter() - t) * 1000.0)
-                    out[f"{mode}/{label}"] = {
-                        "p50_ms": _pct(lat, 0.5),
-                        "p95_ms": _pct(lat, 0.95),
-                        "mean_ms": round(statistics.fmean(lat), 2),
-                        "n": len(lat),
-                    }
+                await ranked.search(SearchQuery.build(q))
+            for suffix, service in services.items():
+                for mode in ("semantic", "lexical", "hybrid"):
+                    for label, flt in [
+                        ("none", None),
+                        *((f"directory={d}", d) for d in directories),
+                    ]:
+                        lat: list[float] = []
+                        for _ in range(args.repeat):
+                            for q in qs:
+                                query = SearchQuery.build(q, mode=mode, limit=10, directory=flt)
+                                t = time.perf_counter()
+                                await service.search(query)
+                                lat.append((time.perf_counter() - t) * 1000.0)
+                        out[f"{mode}/{label}{suffix}"] = {
+                            "p50_ms": _pct(lat, 0.5),
+                            "p95_ms": _pct(lat, 0.95),
+                            "mean_ms": round(statistics.fmean(lat), 2),
+                            "n": len(lat),
+                        }
             out["index_status"] = result.status.value
         from adapters.postgres.embedded import stop_embedded
 
@@ -178,6 +189,9 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--keep", default=None, help="keep repository and index in this folder")
+    p.add_argument(
+        "--unranked", action="store_true", help="also time every cell with the ranking stack off"
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args()
     named = {"stdlib": sysconfig.get_paths()["stdlib"], "site": sysconfig.get_paths()["purelib"]}

@@ -29,6 +29,7 @@ from codebase_core.errors import EmbedderUnavailable
 from codebase_core.fusion import FusionConfig
 from codebase_core.models import check_project_id
 from codebase_core.ports import ChunkStore, Embedder, TaskRepo
+from codebase_core.ranking import RankingConfig
 from codebase_core.services import IndexingService, SearchService, TaskService
 from entrypoints.settings import Settings
 
@@ -317,6 +318,7 @@ class Container(containers.DeclarativeContainer):
         embedder=embedder.provider,
         fusion=fusion,
         source=source_tree,
+        ranking=providers.Singleton(RankingConfig, enabled=config.ranking),
     )
     task_service = providers.Factory(TaskService, repo=task_repo)
 

@@ -118,6 +118,9 @@ class Settings(BaseSettings):
     fusion_semantic_weight: float = Field(default=defaults.FUSION_SEMANTIC_WEIGHT, ge=0.0)
     fusion_lexical_weight: float = Field(default=defaults.FUSION_LEXICAL_WEIGHT, ge=0.0)
     fusion_rrf_k: int = Field(default=defaults.FUSION_RRF_K, ge=1)
+    # The ranking stack (codebase_core.ranking: definitions first, paths, priors against tests
+    # and docs, one chunk per file before a decay); false: results in retrieval order.
+    ranking: bool = True
 
     # The MCP server. A bearer token that HTTP/SSE clients must send (required to bind to a
     # non-loopback address), and the directories index_repository may index (None: any;

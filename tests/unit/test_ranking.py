@@ -269,11 +269,15 @@ def test_a_definition_boost_never_lowers_a_chunk(cands: list[ScoredChunk], query
 
 
 @settings(max_examples=200, deadline=None)
-@given(cands=candidates(), decay=st.floats(min_value=0.05, max_value=1.0))
+@given(
+    cands=candidates(),
+    decay=st.floats(min_value=0.05, max_value=1.0),
+    free=st.integers(min_value=1, max_value=3),
+)
 def test_diversity_never_drops_a_files_best_chunk_below_another_files_lesser_one(
-    cands: list[ScoredChunk], decay: float
+    cands: list[ScoredChunk], decay: float, free: int
 ) -> None:
-    out = diversify(cands, decay)
+    out = diversify(cands, decay, free)
     position = {s.chunk.id: i for i, s in enumerate(out)}
     best: dict[str, ScoredChunk] = {}
     for s in sorted(cands, key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line)):
@@ -285,3 +289,12 @@ def test_diversity_never_drops_a_files_best_chunk_below_another_files_lesser_one
     assert {
         s.chunk.id: s.score for s in out if s.chunk.id in {b.chunk.id for b in best.values()}
     } == {b.chunk.id: b.score for b in best.values()}
+
+
+def test_a_files_free_chunks_keep_their_scores_and_the_rest_decay() -> None:
+    cands = [
+        ScoredChunk(chunk=chunk("a.py", f"def f{i}(): pass", line=i * 10 + 1), score=1.0 - i / 10)
+        for i in range(4)
+    ]
+    scores = [s.score for s in diversify(cands, 0.5, free=2)]
+    assert scores == pytest.approx([1.0, 0.9, 0.8 * 0.5, 0.7 * 0.25])

@@ -16,11 +16,11 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.onnx import quantise
 from codebase_core.errors import EmbedderUnavailable
 
 log = logging.getLogger("codebase_mcp.embedder")
@@ -188,9 +188,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def is_quantised(graph: Path) -> bool:
     """Whether the graph computes in int8 already (its weights alone do not count)."""
-    onnx: Any = importlib.import_module("onnx")
-    model = onnx.load(str(graph), load_external_data=False)
-    return any(node.op_type in _QUANTISED_OPS for node in model.graph.node)
+    return any(op in _QUANTISED_OPS for op in quantise.operators(graph))
 
 
 def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
@@ -236,42 +234,9 @@ def _fold_constants(source: Path, target: Path) -> None:
     ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
 
 
-class _DropPreprocessingAdvice(logging.Filter):
-    """quantize_dynamic logs advice on the root logger that would reach the user's stderr."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "pre-processing before quantization" not in record.getMessage()
-
-
-@contextlib.contextmanager
-def _quiet_root() -> Iterator[None]:
-    """Importing onnxruntime.quantization calls ``logging.basicConfig(level=INFO)``, which
-    would print every later INFO record of the process twice over: the root logger's handlers
-    and level are put back as they were."""
-    quiet = _DropPreprocessingAdvice()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    root.addFilter(quiet)
-    try:
-        yield
-    finally:
-        root.removeFilter(quiet)
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-        root.setLevel(level)
-
-
 def _quantise(source: Path, target: Path) -> None:
     # Per-channel: per-tensor int8 damages MiniLM (cosine to fp32 down to 0.89). MatMul only:
     # the embedding table stays fp32 (its lookup costs nothing; quantising it lowers the worst
     # cosine from 0.987 to 0.978).
-    with _quiet_root():
-        quantization: Any = importlib.import_module("onnxruntime.quantization")
-        quantization.quantize_dynamic(
-            str(source),
-            str(target),
-            per_channel=True,
-            weight_type=quantization.QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-        )
+    if quantise.quantise_graph(source, target) == 0:
+        raise EmbedderUnavailable(f"{source}: no MatMul with constant weights to quantise")

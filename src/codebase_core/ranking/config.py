@@ -41,5 +41,7 @@ class RankingConfig(BaseModel):
     barrel_prior: float = Field(default=defaults.RANK_BARREL_PRIOR, gt=0.0, le=1.0)
     # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
     trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
-    # A file's second chunk counts this much, its third this squared, ...
+    # A file's chunks after its first ``file_free_chunks`` count this much, then this
+    # squared, ...
     file_decay: float = Field(default=defaults.RANK_FILE_DECAY, gt=0.0, le=1.0)
+    file_free_chunks: int = Field(default=defaults.RANK_FILE_FREE_CHUNKS, ge=1)

@@ -15,9 +15,10 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
    unless the query asks for that kind of file; a chunk with almost nothing in it ranks low.
-5. **Diversity**: taken best first, a file's second chunk counts ``file_decay`` of its score,
-   its third ``file_decay**2``..., so ten results cover more files. A file's best chunk keeps
-   its score, so it never falls below another file's lesser chunk.
+5. **Diversity**: taken best first, a file's first ``file_free_chunks`` chunks keep their
+   score, the next counts ``file_decay`` of it, the next ``file_decay**2``..., so ten results
+   cover more files. A file's best chunk keeps its score, so it never falls below another
+   file's lesser chunk.
 
 The final score is divided by the most a chunk can reach, so it stays in [0, 1]. Ties break on
 path and start line, so ranking is deterministic.
@@ -150,15 +151,19 @@ def ceiling(config: RankingConfig) -> float:
     )
 
 
-def diversify(scored: Sequence[ScoredChunk], decay: float) -> list[ScoredChunk]:
-    """Best first; a file's n-th chunk (from 0) scaled by ``decay**n``, then sorted again."""
+def diversify(scored: Sequence[ScoredChunk], decay: float, free: int = 1) -> list[ScoredChunk]:
+    """Best first; a file's n-th chunk (from 0) scaled by ``decay**(n - free + 1)`` once
+    ``n >= free``, then sorted again."""
     ordered = sorted(scored, key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
     seen: dict[_FileKey, int] = defaultdict(int)
     out: list[ScoredChunk] = []
     for s in ordered:
         n = seen[_key(s.chunk)]
         seen[_key(s.chunk)] = n + 1
-        out.append(s if n == 0 else ScoredChunk(chunk=s.chunk, score=s.score * decay**n))
+        if n < free:
+            out.append(s)
+        else:
+            out.append(ScoredChunk(chunk=s.chunk, score=s.score * decay ** (n - free + 1)))
     out.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
     return out
 
@@ -214,5 +219,5 @@ def rerank(
     ]
     return [
         ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, s.score)))
-        for s in diversify(scored, config.file_decay)
+        for s in diversify(scored, config.file_decay, config.file_free_chunks)
     ]

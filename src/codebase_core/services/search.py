@@ -146,9 +146,20 @@ class SearchService:
         self._source = source
         self._ranking = ranking or RankingConfig()
 
-    def with_ranking(self, ranking: RankingConfig) -> SearchService:
-        """This service with another ranking configuration (same store and embedder)."""
-        other = SearchService(self._store, None, self._fusion, self._source, ranking)
+    def with_embedder(self, embedder: Embedder | None) -> SearchService:
+        """This service with another embedder (a benchmark's precomputed query vectors)."""
+        return SearchService(self._store, embedder, self._fusion, self._source, self._ranking)
+
+    @property
+    def fusion(self) -> FusionConfig:
+        return self._fusion
+
+    def with_ranking(
+        self, ranking: RankingConfig, fusion: FusionConfig | None = None
+    ) -> SearchService:
+        """This service with another ranking (and fusion) configuration, over the same store
+        and embedder: for comparing configurations on one index."""
+        other = SearchService(self._store, None, fusion or self._fusion, self._source, ranking)
         other._embedder = self._embedder
         return other
 
