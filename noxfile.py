@@ -38,6 +38,15 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "bench.cosqa_eval", "--out", "bench/results/cosqa_lexical.json")
     session.run("python", "-m", "bench.own_eval", "--out", "bench/results/own_eval_lexical.json")
     session.run("python", "-m", "bench.index_throughput", "--out", "bench/results/throughput.json")
+    # The repository benchmark (../shared/bench/repo-search), with what each ranking piece adds.
+    session.run(
+        "python", "-m", "bench.repo_search", "--embedder", "none", "--modes", "lexical",
+        "--ablate", "--out", "bench/results/repo_search_lexical.json",
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "bench.repo_search", "--embedder", "onnx", "--modes", "hybrid,semantic",
+        "--ablate", "--out", "bench/results/repo_search_onnx.json",
+    )  # fmt: skip
     # With the local model (all-MiniLM-L6-v2): fusion tuning and indexing vs raw encode rate.
     session.install("torch==2.13.0")
     session.install("-e", ".[dev,local]")

@@ -298,3 +298,20 @@ def test_a_files_free_chunks_keep_their_scores_and_the_rest_decay() -> None:
     ]
     scores = [s.score for s in diversify(cands, 0.5, free=2)]
     assert scores == pytest.approx([1.0, 0.9, 0.8 * 0.5, 0.7 * 0.25])
+
+
+@pytest.mark.parametrize(
+    ("content", "trivial"),
+    [
+        ("}", True),
+        ("# Parser", True),
+        ('<a name="top"></a>', True),
+        ("def parse(text):\n    return json.loads(text)", False),
+        (" " * 300 + "}", True),
+        (" " * 300 + "def parse(text):\n    return json.loads(text)", False),
+    ],
+)
+def test_trivial_chunks(content: str, trivial: bool) -> None:
+    from codebase_core.ranking.rerank import is_trivial
+
+    assert is_trivial(content) is trivial

@@ -8,6 +8,7 @@ source unless the query asks for them.
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import StrEnum
 
@@ -68,24 +69,31 @@ def split_path(path: str) -> tuple[list[str], str, str]:
 def file_role(path: str, content: str | None = None) -> FileRole:
     """The kind of file ``path`` is; ``content`` (a chunk of it) tells a barrel apart from an
     ``__init__.py`` that holds real code."""
+    role, may_be_barrel = _path_role(path)
+    if may_be_barrel and content is not None and is_reexports(content):
+        return FileRole.BARREL
+    return role
+
+
+@functools.lru_cache(maxsize=16_384)
+def _path_role(path: str) -> tuple[FileRole, bool]:
+    """The role the path alone gives, and whether it is a barrel's name."""
     folders, stem, ext = split_path(path)
     lowered = {f.lower() for f in folders}
     if ext == "d.ts" or ext == "pyi":
-        return FileRole.STUB
+        return FileRole.STUB, False
     if not lowered.isdisjoint(_GENERATED_DIRS) or _GENERATED_FILE.match(stem):
-        return FileRole.GENERATED
+        return FileRole.GENERATED, False
     if not lowered.isdisjoint(_TEST_DIRS) or _TEST_FILE.match(stem):
-        return FileRole.TEST
+        return FileRole.TEST, False
     if not lowered.isdisjoint(_EXAMPLE_DIRS) or _EXAMPLE_FILE.match(stem.lower()):
-        return FileRole.EXAMPLE
+        return FileRole.EXAMPLE, False
     if ext in PROSE_EXTENSIONS or not lowered.isdisjoint(_DOC_DIRS):
-        return FileRole.DOC
+        return FileRole.DOC, False
     if not lowered.isdisjoint(_COMPAT_DIRS) or _COMPAT_FILE.match(stem.lower()):
-        return FileRole.COMPAT
+        return FileRole.COMPAT, False
     name = f"{stem}.{ext}" if ext else stem
-    if name in _BARREL_FILES and content is not None and is_reexports(content):
-        return FileRole.BARREL
-    return FileRole.SOURCE
+    return FileRole.SOURCE, name in _BARREL_FILES
 
 
 def is_reexports(content: str) -> bool:

@@ -57,10 +57,10 @@ def _key(c: Chunk) -> _FileKey:
 
 def is_trivial(content: str) -> bool:
     """A chunk with almost nothing to read: a lone heading or anchor, a closing brace."""
-    for n, _ in enumerate(_WORD_CHARS.finditer(content), start=1):
-        if n >= _TRIVIAL_WORD_CHARS:
-            return False
-    return True
+    # The beginning decides for nearly every chunk; the whole text only for a sparse one.
+    if len(_WORD_CHARS.findall(content, 0, 256)) >= _TRIVIAL_WORD_CHARS:
+        return False
+    return len(content) <= 256 or len(_WORD_CHARS.findall(content)) < _TRIVIAL_WORD_CHARS
 
 
 def prior(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
@@ -151,21 +151,25 @@ def ceiling(config: RankingConfig) -> float:
     )
 
 
+def _diversified(
+    scored: list[tuple[float, Chunk]], decay: float, free: int
+) -> list[tuple[float, Chunk]]:
+    ordered = sorted(scored, key=lambda s: (-s[0], s[1].file_path, s[1].start_line))
+    seen: dict[_FileKey, int] = defaultdict(int)
+    out: list[tuple[float, Chunk]] = []
+    for score, c in ordered:
+        n = seen[_key(c)]
+        seen[_key(c)] = n + 1
+        out.append((score if n < free else score * decay ** (n - free + 1), c))
+    out.sort(key=lambda s: (-s[0], s[1].file_path, s[1].start_line))
+    return out
+
+
 def diversify(scored: Sequence[ScoredChunk], decay: float, free: int = 1) -> list[ScoredChunk]:
     """Best first; a file's n-th chunk (from 0) scaled by ``decay**(n - free + 1)`` once
     ``n >= free``, then sorted again."""
-    ordered = sorted(scored, key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
-    seen: dict[_FileKey, int] = defaultdict(int)
-    out: list[ScoredChunk] = []
-    for s in ordered:
-        n = seen[_key(s.chunk)]
-        seen[_key(s.chunk)] = n + 1
-        if n < free:
-            out.append(s)
-        else:
-            out.append(ScoredChunk(chunk=s.chunk, score=s.score * decay ** (n - free + 1)))
-    out.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
-    return out
+    items = _diversified([(s.score, s.chunk) for s in scored], decay, free)
+    return [ScoredChunk(chunk=c, score=score) for score, c in items]
 
 
 def rerank(
@@ -209,15 +213,10 @@ def rerank(
             gain[cid] += config.path_boost * path_share(profile, c.file_path)
     bound = ceiling(config)
     scored = [
-        ScoredChunk(
-            chunk=c,
-            score=(base[cid] + gain[cid])
-            * (prior(c, profile, config) if config.priors else 1.0)
-            / bound,
-        )
+        ((base[cid] + gain[cid]) * (prior(c, profile, config) if config.priors else 1.0) / bound, c)
         for cid, c in chunks.items()
     ]
     return [
-        ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, s.score)))
-        for s in diversify(scored, config.file_decay, config.file_free_chunks)
+        ScoredChunk(chunk=c, score=min(1.0, max(0.0, score)))
+        for score, c in _diversified(scored, config.file_decay, config.file_free_chunks)
     ]
