@@ -66,6 +66,12 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
     return {cid: (v - low) / (high - low) for cid, v in scores.items()}
 
 
+def rescaled(ranked: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    """Scores min-max rescaled over the list (best 1, worst 0), order kept."""
+    scores = _minmax({sc.chunk.id: sc.score for sc in ranked})
+    return [ScoredChunk(chunk=sc.chunk, score=scores[sc.chunk.id]) for sc in ranked]
+
+
 def fuse(
     semantic: Sequence[ScoredChunk],
     lexical: Sequence[ScoredChunk],

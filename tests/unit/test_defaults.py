@@ -23,6 +23,7 @@ from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core import defaults
 from codebase_core.fusion import FusionConfig
+from codebase_core.ranking import RankingConfig
 from codebase_core.services import IndexingService
 from entrypoints import container as container_module
 from entrypoints.container import build_container
@@ -64,6 +65,7 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "fusion_semantic_weight": [(FusionConfig, "semantic_weight")],
     "fusion_lexical_weight": [(FusionConfig, "lexical_weight")],
     "fusion_rrf_k": [(FusionConfig, "rrf_k")],
+    "ranking": [(RankingConfig, "enabled")],
 }
 # Settings that no constructor has a default for: choices of the composition root, where
 # things are, and secrets. (index_workers: its default is computed, checked below.)

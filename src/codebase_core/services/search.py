@@ -40,7 +40,7 @@ from typing import cast
 
 from codebase_core import lexical
 from codebase_core.errors import EmbedderUnavailable
-from codebase_core.fusion import FusionConfig, fuse
+from codebase_core.fusion import FusionConfig, fuse, rescaled
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import (
     Chunk,
@@ -215,6 +215,10 @@ class SearchService:
         else:
             ranked = dense.hits or dense.extra
             total = dense.total + dense.extra_total
+            if ranking.enabled and dense.hits:
+                # Cosines of the candidates crowd into a narrow band: over their own spread,
+                # they weigh against the ranking's boosts as fused and BM25 scores do.
+                ranked = rescaled(ranked)
         if ranking.enabled:
             found: list[Chunk] = []
             if ranking.definition_lookup and profile.names:
