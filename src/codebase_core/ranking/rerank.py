@@ -27,7 +27,6 @@ path and start line, so ranking is deterministic.
 from __future__ import annotations
 
 import functools
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -45,7 +44,7 @@ from codebase_core.ranking.query import (
     QueryProfile,
 )
 
-_WORD_CHARS = re.compile(r"\w")
+_NOT_WORD_BYTES = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
 # Fewer letters, digits and underscores than this: nothing to read.
 _TRIVIAL_WORD_CHARS = 16
 _FileKey = tuple[str, str]
@@ -57,10 +56,14 @@ def _key(c: Chunk) -> _FileKey:
 
 def is_trivial(content: str) -> bool:
     """A chunk with almost nothing to read: a lone heading or anchor, a closing brace."""
-    # The beginning decides for nearly every chunk; the whole text only for a sparse one.
-    if len(_WORD_CHARS.findall(content, 0, 256)) >= _TRIVIAL_WORD_CHARS:
-        return False
-    return len(content) <= 256 or len(_WORD_CHARS.findall(content)) < _TRIVIAL_WORD_CHARS
+    # Word characters counted as bytes: ASCII letters, digits and ``_``, and every byte of a
+    # non-ASCII character (a C-speed deletion of the rest). The beginning decides for nearly
+    # every chunk; the whole text only for a sparse one.
+    head = content[:256].encode("utf-8", "surrogatepass").translate(None, _NOT_WORD_BYTES)
+    if len(head) >= _TRIVIAL_WORD_CHARS or len(content) <= 256:
+        return len(head) < _TRIVIAL_WORD_CHARS
+    whole = content.encode("utf-8", "surrogatepass").translate(None, _NOT_WORD_BYTES)
+    return len(whole) < _TRIVIAL_WORD_CHARS
 
 
 def prior(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
@@ -207,10 +210,13 @@ def rerank(
         if most > 0:
             for k, cid in best.items():
                 gain[cid] += config.coherence_boost * file_sum[k] / most
+    shares: dict[str, float] = {}
     for cid, c in chunks.items():
         gain[cid] += definition_gain(c, profile, config)
         if config.path_boost > 0 and not profile.is_symbol:
-            gain[cid] += config.path_boost * path_share(profile, c.file_path)
+            if c.file_path not in shares:
+                shares[c.file_path] = path_share(profile, c.file_path)
+            gain[cid] += config.path_boost * shares[c.file_path]
     bound = ceiling(config)
     scored = [
         ((base[cid] + gain[cid]) * (prior(c, profile, config) if config.priors else 1.0) / bound, c)
