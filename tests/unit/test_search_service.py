@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from codebase_core.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from codebase_core.models import SearchMode, SearchQuery
+from codebase_core.models import Chunk, SearchFilters, SearchMode, SearchQuery
+from codebase_core.ranking import RankingConfig
 from codebase_core.services import IndexingService, SearchService
 
 ROOT = "/repo"
@@ -226,3 +228,28 @@ async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
 def test_query_validation(kwargs: dict, error: type[Exception], text: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(error, match=text):
         SearchQuery.build(**kwargs)
+
+
+class _CountingStore(InMemoryChunkStore):
+    """Counts the definitions lookups a search makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups: list[list[str]] = []
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        self.lookups.append(list(names))
+        return await super().definitions(names, filters, limit)
+
+
+async def test_the_definitions_lookup_runs_only_where_a_definition_gains() -> None:
+    store = _CountingStore()
+    service = SearchService(store, None)
+    await service.search(SearchQuery.build("JsonReader", mode="lexical"))
+    await service.search(SearchQuery.build("how does JsonReader parse", mode="lexical"))
+    assert store.lookups == [["JsonReader"]]
+    embedded = service.with_ranking(RankingConfig(embedded_factor=0.5))
+    await embedded.search(SearchQuery.build("how does JsonReader parse", mode="lexical"))
+    assert store.lookups == [["JsonReader"], ["JsonReader"]]

@@ -221,7 +221,9 @@ class SearchService:
                 ranked = rescaled(ranked)
         if ranking.enabled:
             found: list[Chunk] = []
-            if ranking.definition_lookup and profile.names:
+            # Only where a definition gains: names inside a sentence count embedded_factor.
+            gains = profile.is_symbol or ranking.embedded_factor > 0
+            if ranking.definition_lookup and profile.names and gains:
                 found = await self._store.definitions(
                     profile.names, query.filters, DEFINITIONS_LOOKED_UP
                 )
