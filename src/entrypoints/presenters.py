@@ -65,3 +65,15 @@ def lexical_only_payload(result: SearchResult) -> dict[str, Any]:
 
 def repository_payload(repo: Repository) -> dict[str, Any]:
     return repo.model_dump(mode="json")
+
+
+def deleted_payload(repo: Repository, project_id: str) -> dict[str, Any]:
+    """What ``delete_repository`` answers: the repository removed, with its counts."""
+    return {
+        "deleted": True,
+        "repository_id": repo.id,
+        "name": repo.name,
+        "files_deleted": repo.file_count,
+        "chunks_deleted": repo.chunk_count,
+        "project_id": project_id,
+    }

@@ -9,7 +9,6 @@ from entrypoints.cli.common import Run, open_project
 from entrypoints.cli.errors import EXIT_OK
 from entrypoints.cli.views import (
     columns,
-    deleted_view,
     dump,
     projects_view,
     repositories_view,
@@ -17,6 +16,7 @@ from entrypoints.cli.views import (
     size_text,
 )
 from entrypoints.facade import open_workspaces
+from entrypoints.presenters import deleted_payload
 
 
 def when(at: datetime | None) -> str:
@@ -59,7 +59,7 @@ async def repos_command(run: Run) -> int:
         if action == "delete":
             await cb.delete_repository(repo.id)
             if a.json:
-                dump(deleted_view(repo, cb.project_id))
+                dump(deleted_payload(repo, cb.project_id))
             else:
                 run.out.print(
                     f"deleted {repo.name} ({repo.id}) from project {cb.project_id}: "

@@ -45,18 +45,6 @@ def repository_view(repo: Repository, project_id: str, database_name: str | None
     return {**repository_payload(repo), "project_id": project_id, "database_name": database_name}
 
 
-def deleted_view(repo: Repository, project_id: str) -> dict[str, Any]:
-    """As ``delete_repository``."""
-    return {
-        "deleted": True,
-        "repository_id": repo.id,
-        "name": repo.name,
-        "files_deleted": repo.file_count,
-        "chunks_deleted": repo.chunk_count,
-        "project_id": project_id,
-    }
-
-
 def projects_view(projects: Sequence[ProjectInfo]) -> dict[str, Any]:
     """As ``list_projects``."""
     return {"projects": [p.model_dump(mode="json") for p in projects]}

@@ -32,7 +32,7 @@ from entrypoints.mcp.formats import (
 )
 from entrypoints.mcp.runs import index_shared, progress_reporter
 from entrypoints.mcp.state import state_of
-from entrypoints.presenters import repository_payload
+from entrypoints.presenters import deleted_payload, repository_payload
 
 ProjectId = Annotated[
     str | None,
@@ -266,14 +266,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             cb = await state.workspaces.codebase(project_id, create=False)
             repo = await cb.repository(repository_id)
             await cb.delete_repository(repository_id)
-        return {
-            "deleted": True,
-            "repository_id": repo.id,
-            "name": repo.name,
-            "files_deleted": repo.file_count,
-            "chunks_deleted": repo.chunk_count,
-            "project_id": cb.project_id,
-        }
+        return deleted_payload(repo, cb.project_id)
 
     @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
     async def list_projects(ctx: Context) -> dict[str, Any]:
