@@ -64,6 +64,20 @@ class JobNotFound(CoreError):
     code = "JOB_NOT_FOUND"
 
 
+class JobLeaseLost(CoreError):
+    """A worker acted on a job it no longer holds (another worker took it over, or it ended)."""
+
+    code = "JOB_LEASE_LOST"
+
+
+class JobFailed(CoreError):
+    """A job ended with an error; carries that error's own code and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[misc]  # the failed job's code, per instance
+
+
 class RepositoryNotFound(CoreError):
     """No indexed repository has the given id or path."""
 

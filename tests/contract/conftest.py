@@ -18,12 +18,13 @@ import pytest
 
 from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
-from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from adapters.memory import InMemoryChunkStore, InMemoryJobQueue, InMemoryTaskRepo
 from adapters.ollama import OllamaEmbedder
 from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo
-from codebase_core.ports import ChunkStore, Embedder, TaskRepo
+from adapters.postgres import PgChunkStore, PgDatabase, PgJobQueue, PgTaskRepo
+from adapters.postgres.schema import GLOBAL_SCHEMA
+from codebase_core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
 from tests.conftest import new_project_id
 from tests.embedding_servers import OPENAI_MODEL, embedding_server
 
@@ -63,6 +64,22 @@ async def _pg_store(request: pytest.FixtureRequest) -> AsyncIterator[PgChunkStor
 async def _pg_tasks(request: pytest.FixtureRequest) -> AsyncIterator[PgTaskRepo]:
     async with _pg_database(request) as (db, project):
         yield PgTaskRepo(db, project)
+
+
+@asynccontextmanager
+async def _memory_jobs(request: pytest.FixtureRequest) -> AsyncIterator[InMemoryJobQueue]:
+    yield InMemoryJobQueue()
+
+
+@asynccontextmanager
+async def _pg_jobs(request: pytest.FixtureRequest) -> AsyncIterator[PgJobQueue]:
+    """A queue of its own in the shared jobs table, deleted afterwards."""
+    async with _pg_database(request) as (db, project):
+        try:
+            yield PgJobQueue(db, queue=project)
+        finally:
+            async with db.connection() as conn:
+                await conn.execute(f"DELETE FROM {GLOBAL_SCHEMA}.jobs WHERE queue = $1", project)
 
 
 @asynccontextmanager
@@ -124,6 +141,7 @@ async def _onnx(request: pytest.FixtureRequest) -> AsyncIterator[OnnxEmbedder]:
 
 CHUNK_STORES: dict[str, Factory] = {"memory": _memory_store, "postgres": _pg_store}
 TASK_REPOS: dict[str, Factory] = {"memory": _memory_tasks, "postgres": _pg_tasks}
+JOB_QUEUES: dict[str, Factory] = {"memory": _memory_jobs, "postgres": _pg_jobs}
 EMBEDDERS: dict[str, Factory] = {
     "hash": _hashing,
     "hash-64": _hashing_64,
@@ -147,6 +165,13 @@ async def task_repo(request: pytest.FixtureRequest) -> AsyncIterator[TaskRepo]:
     async with TASK_REPOS[request.param](request) as repo:
         assert isinstance(repo, TaskRepo)
         yield repo
+
+
+@pytest.fixture(params=sorted(JOB_QUEUES))
+async def job_queue(request: pytest.FixtureRequest) -> AsyncIterator[JobQueue]:
+    async with JOB_QUEUES[request.param](request) as queue:
+        assert isinstance(queue, JobQueue)
+        yield queue
 
 
 @pytest.fixture(params=sorted(EMBEDDERS))

@@ -44,6 +44,40 @@ CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.projects (
     schema_version int NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- Background indexing jobs of every project: one queue that all workers share.
+CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.jobs (
+    id uuid PRIMARY KEY,
+    queue text NOT NULL,
+    project_id text NOT NULL,
+    repo_path text NOT NULL,
+    repo_name text NOT NULL,
+    force_reindex bool NOT NULL,
+    status text NOT NULL,
+    cancel_requested bool NOT NULL DEFAULT false,
+    progress_percentage int NOT NULL DEFAULT 0,
+    progress_message text NOT NULL,
+    files_scanned int NOT NULL DEFAULT 0,
+    files_indexed int NOT NULL DEFAULT 0,
+    chunks_created int NOT NULL DEFAULT 0,
+    eta_seconds double precision,
+    error_message text,
+    error_type text,
+    result jsonb,
+    worker_id text,
+    lease_expires_at timestamptz,
+    attempts int NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL,
+    started_at timestamptz,
+    completed_at timestamptz,
+    cancelled_at timestamptz
+);
+-- One active job per repository of a project; a second submit fails on this index.
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_active
+    ON {GLOBAL_SCHEMA}.jobs (queue, project_id, repo_path)
+    WHERE status IN ('pending', 'running', 'blocked');
+CREATE INDEX IF NOT EXISTS jobs_claimable ON {GLOBAL_SCHEMA}.jobs (queue, created_at, id)
+    WHERE status IN ('pending', 'running', 'blocked');
+CREATE INDEX IF NOT EXISTS jobs_newest ON {GLOBAL_SCHEMA}.jobs (queue, created_at DESC, id DESC);
 """
 
 # Per-project migrations: (version, SQL with {s} for the quoted schema). Append only; never edit

@@ -6,6 +6,7 @@ One module per area; import any name from this package:
 - ``indexing``: repositories, files, chunks, scans, embeddings, an indexing run's result
 - ``search``: a validated query and its filters, scored chunks, ranked hits
 - ``tasks``: development tasks, with the rules of their fields in the model's validators
+- ``jobs``: background indexing jobs, their state machine and progress
 - ``projects``: project (workspace) ids and sizes
 """
 
@@ -24,6 +25,19 @@ from codebase_core.models.indexing import (
     SkippedFile,
     SkipReason,
     SourceFile,
+)
+from codebase_core.models.jobs import (
+    DEFAULT_JOB_PAGE,
+    MAX_JOB_PAGE,
+    Job,
+    JobOutcome,
+    JobPage,
+    JobProgress,
+    JobStatus,
+    check_job_id,
+    check_transition,
+    new_job_id,
+    steps_to,
 )
 from codebase_core.models.projects import (
     DEFAULT_PROJECT,
@@ -73,10 +87,12 @@ from codebase_core.models.text import (
 
 __all__ = [
     "CONTEXT_LINES",
+    "DEFAULT_JOB_PAGE",
     "DEFAULT_PROJECT",
     "DEFAULT_SEARCH_LIMIT",
     "MAX_BRANCH_CHARS",
     "MAX_DESCRIPTION",
+    "MAX_JOB_PAGE",
     "MAX_NOTES",
     "MAX_QUERY_CHARS",
     "MAX_REFERENCES",
@@ -91,6 +107,11 @@ __all__ = [
     "FileError",
     "IndexResult",
     "IndexStatus",
+    "Job",
+    "JobOutcome",
+    "JobPage",
+    "JobProgress",
+    "JobStatus",
     "Location",
     "ProgressPhase",
     "ProjectInfo",
@@ -110,17 +131,21 @@ __all__ = [
     "TaskPage",
     "TaskStatus",
     "TaskSummary",
+    "check_job_id",
     "check_project_id",
+    "check_transition",
     "chunk_id_for",
     "context_lines",
     "file_extension",
     "last_name",
+    "new_job_id",
     "normalise_directory",
     "normalise_file_type",
     "path_in_directory",
     "repository_id_for",
     "sha256_hex",
     "split_lines",
+    "steps_to",
     "symbol_names",
     "utcnow",
 ]

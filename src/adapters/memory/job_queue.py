@@ -1,0 +1,187 @@
+"""InMemoryJobQueue: the reference JobQueue, jobs held in a dict of one process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from codebase_core.errors import DuplicateJob, JobLeaseLost, JobNotFound
+from codebase_core.models import (
+    Job,
+    JobOutcome,
+    JobPage,
+    JobProgress,
+    JobStatus,
+    check_transition,
+    steps_to,
+    utcnow,
+)
+from codebase_core.models.jobs import ACTIVE, CANCELLABLE, duplicate_job, not_cancellable
+
+
+class InMemoryJobQueue:
+    """Process-local JobQueue over a dict keyed by job id; leases follow ``clock``."""
+
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._clock = clock
+
+    async def submit(self, job: Job) -> Job:
+        for other in self._jobs.values():
+            if (
+                other.status in ACTIVE
+                and other.project_id == job.project_id
+                and other.repo_path == job.repo_path
+            ):
+                raise duplicate_job(other)
+        if job.id in self._jobs:
+            raise DuplicateJob(f"a job with id {job.id} already exists", job_id=job.id)
+        stored = job.model_copy(update={"status": JobStatus.PENDING})
+        self._jobs[job.id] = stored
+        return stored
+
+    async def get(self, job_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+        return job
+
+    async def list(
+        self,
+        *,
+        status: JobStatus | None = None,
+        project_id: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> JobPage:
+        matches = [
+            j
+            for j in self._jobs.values()
+            if (status is None or j.status is status)
+            and (project_id is None or j.project_id == project_id)
+        ]
+        matches.sort(key=lambda j: (j.created_at, j.id), reverse=True)
+        return JobPage(jobs=matches[offset : offset + limit], total_count=len(matches))
+
+    def _expired(self, job: Job, now: datetime) -> bool:
+        return job.lease_expires_at is None or job.lease_expires_at <= now
+
+    async def claim(self, worker_id: str, lease_s: float) -> Job | None:
+        now = self._clock()
+        claimable = sorted(
+            (
+                j
+                for j in self._jobs.values()
+                if j.status is JobStatus.PENDING
+                or (j.status in (JobStatus.RUNNING, JobStatus.BLOCKED) and self._expired(j, now))
+            ),
+            key=lambda j: (j.created_at, j.id),
+        )
+        for job in claimable:
+            if job.cancel_requested:
+                self._jobs[job.id] = _ended_cancelled(job, now)
+                continue
+            if job.status is not JobStatus.RUNNING:
+                check_transition(job.status, JobStatus.RUNNING)
+            claimed = job.model_copy(
+                update={
+                    "status": JobStatus.RUNNING,
+                    "worker_id": worker_id,
+                    "lease_expires_at": now + timedelta(seconds=lease_s),
+                    "attempts": job.attempts + 1,
+                    "started_at": job.started_at or now,
+                }
+            )
+            self._jobs[job.id] = claimed
+            return claimed
+        return None
+
+    def _held(self, job_id: str, worker_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+        if job.worker_id != worker_id or job.status.terminal:
+            raise JobLeaseLost(
+                f"job {job_id} is no longer held by worker {worker_id} (status {job.status})",
+                job_id=job_id,
+            )
+        return job
+
+    async def renew(
+        self, job_id: str, worker_id: str, lease_s: float, progress: JobProgress | None
+    ) -> Job:
+        job = self._held(job_id, worker_id)
+        if progress is not None:
+            job = job.with_progress(progress)
+        job = job.model_copy(
+            update={"lease_expires_at": self._clock() + timedelta(seconds=lease_s)}
+        )
+        self._jobs[job_id] = job
+        return job
+
+    async def finish(self, job_id: str, worker_id: str, outcome: JobOutcome) -> Job:
+        job = self._held(job_id, worker_id)
+        check_transition(job.status, outcome.status)
+        now = self._clock()
+        if outcome.progress is not None:
+            job = job.with_progress(outcome.progress)
+        update: dict[str, object] = {
+            "status": outcome.status,
+            "error_message": outcome.error_message,
+            "error_type": outcome.error_type,
+        }
+        if outcome.result is not None:
+            update["result"] = outcome.result
+        if outcome.status.terminal:
+            update.update(lease_expires_at=None, completed_at=now, eta_seconds=None)
+            if outcome.status is JobStatus.CANCELLED:
+                update["cancelled_at"] = now
+            if outcome.status is JobStatus.COMPLETED:
+                update.update(progress_percentage=100)
+        job = job.model_copy(update=update)
+        self._jobs[job_id] = job
+        return job
+
+    async def request_cancel(self, job_id: str) -> Job:
+        job = await self.get(job_id)
+        if job.status not in CANCELLABLE:
+            raise not_cancellable(job)
+        now = self._clock()
+        if job.status is JobStatus.PENDING or self._expired(job, now):
+            job = _ended_cancelled(job, now)
+        else:
+            job = job.model_copy(update={"cancel_requested": True})
+        self._jobs[job_id] = job
+        return job
+
+    async def release(self, worker_id: str) -> int:
+        held = [j for j in self._jobs.values() if j.worker_id == worker_id and j.status in ACTIVE]
+        for job in held:
+            self._jobs[job.id] = job.model_copy(update={"lease_expires_at": None})
+        return len(held)
+
+    async def purge(self, before: datetime) -> int:
+        old = [
+            j.id
+            for j in self._jobs.values()
+            if j.status.terminal and j.completed_at is not None and j.completed_at < before
+        ]
+        for job_id in old:
+            del self._jobs[job_id]
+        return len(old)
+
+
+def _ended_cancelled(job: Job, now: datetime) -> Job:
+    for _ in steps_to(job.status, JobStatus.CANCELLED):
+        pass  # checks the way exists (blocked passes through running)
+    return job.model_copy(
+        update={
+            "status": JobStatus.CANCELLED,
+            "cancel_requested": True,
+            "cancelled_at": now,
+            "completed_at": now,
+            "lease_expires_at": None,
+            "eta_seconds": None,
+            "progress_message": "Cancelled",
+        }
+    )

@@ -1,0 +1,204 @@
+"""Background indexing jobs: their states, the transitions between them, and their progress.
+
+The state machine is the one rule every queue obeys (``check_transition``):
+
+    pending -> running | cancelled
+    running -> completed | failed | cancelled | blocked
+    blocked -> running
+
+``completed``, ``failed`` and ``cancelled`` are terminal. A blocked job that is cancelled, or
+whose blocker turns out final, runs again first (``steps_to``). A worker taking over a job
+whose worker died claims it again without a change of state (running stays running).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field
+
+from codebase_core.errors import DuplicateJob, InvalidStatus, ValidationFailed, shorten
+from codebase_core.models.base import FrozenModel
+from codebase_core.models.indexing import IndexResult
+
+MAX_JOB_PAGE = 100
+DEFAULT_JOB_PAGE = 20
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    BLOCKED = "blocked"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @classmethod
+    def parse(cls, value: object) -> JobStatus:
+        """One of the six values (case and surrounding space ignored), or ``InvalidStatus``."""
+        if isinstance(value, JobStatus):
+            return value
+        if isinstance(value, str):
+            v = value.strip().lower()
+            for member in cls:
+                if member.value == v:
+                    return member
+        raise InvalidStatus(
+            f"Invalid job status: {shorten(repr(value))}. Valid values: {[m.value for m in cls]}",
+            value=value,
+        )
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+ACTIVE = frozenset({JobStatus.PENDING, JobStatus.RUNNING, JobStatus.BLOCKED})
+"""At most one active job per (project, repository)."""
+CANCELLABLE = ACTIVE
+
+ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
+    JobStatus.PENDING: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED}),
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.BLOCKED}
+    ),
+    JobStatus.BLOCKED: frozenset({JobStatus.RUNNING}),
+    JobStatus.COMPLETED: frozenset(),
+    JobStatus.FAILED: frozenset(),
+    JobStatus.CANCELLED: frozenset(),
+}
+
+
+def can_transition(old: JobStatus, new: JobStatus) -> bool:
+    return new in ALLOWED[old]
+
+
+def check_transition(old: JobStatus, new: JobStatus) -> None:
+    """``InvalidStatus`` unless the state machine allows ``old`` -> ``new``."""
+    if not can_transition(old, new):
+        allowed = sorted(s.value for s in ALLOWED[old]) or "none (terminal)"
+        raise InvalidStatus(
+            f"a {old.value} job cannot become {new.value}; allowed from {old.value}: {allowed}",
+            old=old.value,
+            new=new.value,
+        )
+
+
+def steps_to(old: JobStatus, new: JobStatus) -> list[JobStatus]:
+    """The allowed states ``old`` passes through to reach ``new`` (ending with ``new``): one
+    step, or two through ``running`` from ``blocked``; ``InvalidStatus`` when there is no way."""
+    if can_transition(old, new):
+        return [new]
+    if old is JobStatus.BLOCKED and can_transition(JobStatus.RUNNING, new):
+        return [JobStatus.RUNNING, new]
+    check_transition(old, new)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_job_id(value: object, field: str = "job_id") -> str:
+    """A job id as stored: a UUID in any case, trimmed, in its canonical lowercase form."""
+    if not isinstance(value, str):
+        raise ValidationFailed(
+            field, value, "must be a string (a job id from start_indexing_background)"
+        )
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise ValidationFailed(
+            field, value, "must be a job id (a UUID, as start_indexing_background returns)"
+        ) from None
+
+
+def new_job_id() -> str:
+    return str(uuid.uuid4())
+
+
+class JobProgress(FrozenModel):
+    """Where a running job is: what a worker writes at each heartbeat."""
+
+    percentage: int = Field(ge=0, le=100)
+    message: str
+    files_scanned: int = Field(default=0, ge=0)
+    files_indexed: int = Field(default=0, ge=0)
+    chunks_created: int = Field(default=0, ge=0)
+    eta_seconds: float | None = None
+
+
+class Job(FrozenModel):
+    """One request to index a repository, and everything known about its run."""
+
+    id: str
+    project_id: str
+    repo_path: str
+    repo_name: str
+    force_reindex: bool = False
+    status: JobStatus = JobStatus.PENDING
+    cancel_requested: bool = False
+    progress_percentage: int = Field(default=0, ge=0, le=100)
+    progress_message: str = "Queued"
+    files_scanned: int = 0
+    files_indexed: int = 0
+    chunks_created: int = 0
+    eta_seconds: float | None = None
+    error_message: str | None = None
+    error_type: str | None = None
+    result: IndexResult | None = None
+    worker_id: str | None = None
+    lease_expires_at: datetime | None = None
+    attempts: int = 0
+    """How many times a worker claimed it (more than one: resumed after a crash or a block)."""
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    cancelled_at: datetime | None = None
+
+    def with_progress(self, progress: JobProgress) -> Job:
+        return self.model_copy(
+            update={
+                "progress_percentage": max(self.progress_percentage, progress.percentage),
+                "progress_message": progress.message,
+                "files_scanned": progress.files_scanned,
+                "files_indexed": progress.files_indexed,
+                "chunks_created": progress.chunks_created,
+                "eta_seconds": progress.eta_seconds,
+            }
+        )
+
+
+class JobPage(FrozenModel):
+    """A page of jobs, newest first, and how many match in all."""
+
+    jobs: list[Job]
+    total_count: int
+
+
+class JobOutcome(FrozenModel):
+    """How a worker ends (or pauses) a job it holds."""
+
+    status: JobStatus
+    error_message: str | None = None
+    error_type: str | None = None
+    result: IndexResult | None = None
+    progress: JobProgress | None = None
+
+
+def duplicate_job(existing: Job) -> DuplicateJob:
+    """The error for a second active job of one repository, naming the first."""
+    return DuplicateJob(
+        f"job {existing.id} is already {existing.status.value} for {existing.repo_path} in "
+        f"project {existing.project_id!r}: follow it with get_job_status, or cancel_job it first",
+        job_id=existing.id,
+    )
+
+
+def not_cancellable(job: Job) -> InvalidStatus:
+    """The error for cancelling a job that has ended."""
+    return InvalidStatus(
+        f"job {job.id} is {job.status.value} and cannot be cancelled; cancellable statuses: "
+        f"{sorted(s.value for s in CANCELLABLE)}",
+        job_id=job.id,
+        status=job.status.value,
+    )
