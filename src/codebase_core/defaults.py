@@ -134,3 +134,10 @@ RANK_BARREL_PRIOR: Final = 0.5
 RANK_TRIVIAL_PRIOR: Final = 0.3
 RANK_FILE_DECAY: Final = 0.7
 RANK_FILE_FREE_CHUNKS: Final = 1
+
+# Background jobs. A lease short enough that a restarted server resumes its jobs within
+# seconds, long enough that a busy worker renewing every second never loses one.
+MAX_CONCURRENT_JOBS = 3
+JOB_LEASE_S = 8.0
+JOB_HEARTBEAT_S = 1.0
+JOB_RETENTION_DAYS = 7.0

@@ -1,13 +1,31 @@
-"""Use-case services: indexing, search and tasks. They depend on ports only."""
+"""Use-case services: indexing, search, tasks and jobs. They depend on ports only."""
 
-from codebase_core.services.indexing import CancellationToken, IndexingService, ProgressCallback
+from codebase_core.services.indexing import (
+    CancellationToken,
+    IndexingService,
+    ProgressCallback,
+    RunCounts,
+)
+from codebase_core.services.jobs import (
+    JobProgressTracker,
+    JobRunner,
+    JobService,
+    JobWorker,
+    WorkerConfig,
+)
 from codebase_core.services.search import SearchService
 from codebase_core.services.tasks import TaskService
 
 __all__ = [
     "CancellationToken",
     "IndexingService",
+    "JobProgressTracker",
+    "JobRunner",
+    "JobService",
+    "JobWorker",
     "ProgressCallback",
+    "RunCounts",
     "SearchService",
     "TaskService",
+    "WorkerConfig",
 ]

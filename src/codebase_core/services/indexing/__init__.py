@@ -5,10 +5,20 @@
 - ``pipeline``: batches read, chunked, embedded and written with the stages overlapping;
 - ``early``: chunking of the first scanned files while the indexing lock is taken;
 - ``embedding``: vectors attached from the embedding cache, or embedded;
-- ``progress``: the progress callback and cancellation token a caller hands a run.
+- ``progress``: the progress callback, cancellation token and live counts a caller hands a run.
 """
 
-from codebase_core.services.indexing.progress import CancellationToken, ProgressCallback
+from codebase_core.services.indexing.progress import (
+    CancellationToken,
+    ProgressCallback,
+    RunCounts,
+)
 from codebase_core.services.indexing.service import IndexingService, IndexRun
 
-__all__ = ["CancellationToken", "IndexRun", "IndexingService", "ProgressCallback"]
+__all__ = [
+    "CancellationToken",
+    "IndexRun",
+    "IndexingService",
+    "ProgressCallback",
+    "RunCounts",
+]

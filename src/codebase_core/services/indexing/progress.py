@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from codebase_core.errors import Cancelled
 from codebase_core.models import ProgressPhase
@@ -38,3 +39,21 @@ async def report(
     outcome = callback(phase, done, total)
     if inspect.isawaitable(outcome):
         await outcome
+
+
+@dataclass(slots=True)
+class RunCounts:
+    """What an indexing run has done so far, kept current by the run."""
+
+    files_scanned: int = 0
+    files_to_index: int = 0
+    """Files new or changed since the last run (known once the scan is diffed)."""
+    files_chunked: int = 0
+    files_indexed: int = 0
+    chunks_created: int = 0
+    files_written: int = 0
+    embedded: int = 0
+    cached: int = 0
+    truncated: int = 0
+    to_embed: int = 0
+    """Chunk texts known to need the model so far (the embedding phase's growing total)."""

@@ -39,7 +39,12 @@ from codebase_core.services.indexing import decisions
 from codebase_core.services.indexing.early import EarlyChunking
 from codebase_core.services.indexing.embedding import attach_vectors
 from codebase_core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
-from codebase_core.services.indexing.progress import CancellationToken, ProgressCallback, report
+from codebase_core.services.indexing.progress import (
+    CancellationToken,
+    ProgressCallback,
+    RunCounts,
+    report,
+)
 
 
 @dataclass(slots=True)
@@ -59,20 +64,7 @@ class IndexRun:
     than what the run read; search marks such hits stale after checking their hash)."""
     scan: asyncio.Future[ScanResult]
     early: EarlyChunking
-
-
-@dataclass(slots=True)
-class _Counts:
-    """What a run has written and embedded so far."""
-
-    files_indexed: int = 0
-    chunks_created: int = 0
-    files_written: int = 0
-    embedded: int = 0
-    cached: int = 0
-    truncated: int = 0
-    to_embed: int = 0
-    """Chunk texts known to need the model so far (the embedding phase's growing total)."""
+    counts: RunCounts
 
 
 class IndexingService:
@@ -118,6 +110,7 @@ class IndexingService:
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         wait: bool = True,
+        counts: RunCounts | None = None,
     ) -> IndexResult:
         """Index the repository at the absolute path ``root``.
 
@@ -155,6 +148,7 @@ class IndexingService:
             began=began,
             scan=scan,
             early=early,
+            counts=counts if counts is not None else RunCounts(),
         )
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -182,7 +176,9 @@ class IndexingService:
         progress = run.progress
         await report(progress, "scanning", 0, 1)
         scan = await run.scan
-        await report(progress, "scanning", 1, 1)
+        counts = run.counts
+        counts.files_scanned = len(scan.files)
+        await report(progress, "scanning", len(scan.files), len(scan.files))
         run.token.raise_if_cancelled()
 
         existing = await self._store.find_repository(run.root)
@@ -208,11 +204,11 @@ class IndexingService:
         changes = decisions.plan_changes(scan.files, stored, force)
         errors = list(scan.errors)
         total = len(changes.changed)
+        counts.files_to_index = total
         await report(progress, "chunking", 0, total)
         units, rest = run.early.take(changes.changed)
         size = self._batch_files
         units.extend((len(b), b) for b in (rest[i : i + size] for i in range(0, len(rest), size)))
-        counts = _Counts()
 
         async def embedding(missing: int) -> None:
             # Reported before the batch is embedded, so a slow model shows where it is.
@@ -220,6 +216,8 @@ class IndexingService:
             await report(progress, "embedding", counts.embedded, counts.to_embed)
 
         async def embed(prepared: list[PreparedFile]) -> None:
+            counts.files_chunked += len(prepared)
+            await report(progress, "chunking", counts.files_chunked, total)
             if self._embedder is None:
                 return
             embedded, cached, truncated = await attach_vectors(

@@ -1,0 +1,369 @@
+"""JobWorker: claims jobs from a ``JobQueue`` and runs up to N of them at once.
+
+Each job it holds gets a heartbeat that renews the lease and records progress every
+``heartbeat_s``; the heartbeat is also how a cancellation reaches the run (the queue marks
+the job, the worker sees it at its next renewal). A run that the database or the embedder
+fails goes ``blocked`` and is retried with backoff until it passes; a worker that dies simply
+stops renewing, and once the lease expires any worker (this one restarted, or another
+sharing the database) claims the job again: the indexing run is incremental, so it picks up
+where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from codebase_core import defaults
+from codebase_core.errors import (
+    Cancelled,
+    CoreError,
+    EmbedderUnavailable,
+    JobLeaseLost,
+    StoreUnavailable,
+)
+from codebase_core.models import IndexResult, Job, JobOutcome, JobStatus, steps_to, utcnow
+from codebase_core.ports import JobQueue
+from codebase_core.services.indexing.progress import CancellationToken
+from codebase_core.services.jobs.progress import JobProgressTracker
+
+log = logging.getLogger("codebase_mcp")
+
+JobRunner = Callable[[Job, JobProgressTracker, CancellationToken], Awaitable[IndexResult]]
+"""Runs one job's indexing with the tracker as its progress callback (and its counts)."""
+
+BLOCKERS = (EmbedderUnavailable, StoreUnavailable)
+"""Failures of what a run depends on, not of the run: the job waits for them to pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    max_concurrent: int = defaults.MAX_CONCURRENT_JOBS
+    lease_s: float = defaults.JOB_LEASE_S
+    """A job whose worker has not renewed it for this long is taken over."""
+    heartbeat_s: float = defaults.JOB_HEARTBEAT_S
+    poll_s: float = 1.0
+    """How often to look for new jobs when nothing wakes the worker."""
+    retry_s: float = 1.0
+    retry_max_s: float = 30.0
+    """Backoff of a blocked job's retries: doubling from ``retry_s`` up to this."""
+    cancel_grace_s: float = 0.5
+    """After a cancellation the run stops at its next batch; past this it is interrupted
+    (safe too: each file is written in one transaction, and writes under way complete)."""
+    retention_days: float = defaults.JOB_RETENTION_DAYS
+    """Finished jobs older than this are purged."""
+    purge_every_s: float = 3600.0
+    reap_every_s: float = 5.0
+    """How often to look for jobs held by workers known to be dead (see ``is_dead``)."""
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent < 1:
+            raise ValueError("max_concurrent must be >= 1")
+        if not 0 < self.heartbeat_s < self.lease_s:
+            raise ValueError("heartbeat_s must be positive and shorter than lease_s")
+
+
+class _Held:
+    """What the worker knows of one job it runs."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.token = CancellationToken()
+        self.tracker = JobProgressTracker(floor=job.progress_percentage)
+        self.cancel_asked = asyncio.Event()
+        self.lost = False
+
+
+class JobWorker:
+    """Runs queued jobs (see module doc); ``run`` until ``stop``."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        runner: JobRunner,
+        worker_id: str,
+        config: WorkerConfig | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        is_dead: Callable[[str], bool] | None = None,
+    ) -> None:
+        """``is_dead(worker_id)`` tells a worker known to be gone (a process of this machine
+        that no longer runs): its jobs are resumed at once instead of when its lease ends."""
+        self._is_dead = is_dead
+        self._last_reap: float | None = None
+        self._queue = queue
+        self._runner = runner
+        self.worker_id = worker_id
+        self.config = config or WorkerConfig()
+        self._clock = clock
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._held: dict[str, _Held] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._last_purge: float | None = None
+
+    @property
+    def retention(self) -> timedelta:
+        return timedelta(days=self.config.retention_days)
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of the jobs this worker runs now."""
+        return list(self._tasks)
+
+    def cancel_requested(self, job_id: str) -> None:
+        """A job was just marked cancelled: stop it now if it runs here, without waiting for
+        its next heartbeat to read the mark."""
+        held = self._held.get(job_id)
+        if held is not None and not held.cancel_asked.is_set():
+            held.token.cancel()
+            held.cancel_asked.set()
+
+    def wake(self) -> None:
+        """Look for jobs now (a job was just submitted, or a slot freed)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Claim and run jobs until ``stop`` (or cancellation, which also stops the jobs)."""
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                await self._maybe_purge(loop.time())
+                await self._maybe_reap(loop.time())
+                await self._fill()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.config.poll_s)
+        finally:
+            await self._stop_jobs()
+
+    async def stop(self) -> None:
+        """Stop claiming; jobs under way are interrupted and handed back to the queue (a
+        later worker resumes them)."""
+        self._stopping = True
+        self._wake.set()
+        await self._stop_jobs()
+
+    async def _stop_jobs(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        if tasks:
+            with contextlib.suppress(CoreError):
+                await self._queue.release(self.worker_id)
+
+    async def _maybe_purge(self, now: float) -> None:
+        if self._last_purge is not None and now - self._last_purge < self.config.purge_every_s:
+            return
+        self._last_purge = now
+        try:
+            purged = await self._queue.purge(self._clock() - self.retention)
+        except CoreError as e:
+            log.debug("purging old jobs failed: %s", e)
+            return
+        if purged:
+            log.info("purged %d jobs that ended more than %s ago", purged, self.retention)
+
+    async def _maybe_reap(self, now: float) -> None:
+        """Hand back the jobs of workers known to be dead (a restarted server's former self)."""
+        if self._is_dead is None:
+            return
+        if self._last_reap is not None and now - self._last_reap < self.config.reap_every_s:
+            return
+        self._last_reap = now
+        dead: set[str] = set()
+        try:
+            for status in (JobStatus.RUNNING, JobStatus.BLOCKED):
+                page = await self._queue.list(status=status, limit=100)
+                dead.update(
+                    j.worker_id
+                    for j in page.jobs
+                    if j.worker_id and j.worker_id != self.worker_id and self._is_dead(j.worker_id)
+                )
+            for worker_id in dead:
+                released = await self._queue.release(worker_id)
+                log.info("resuming %d jobs of worker %s, which is gone", released, worker_id)
+        except CoreError as e:
+            log.debug("looking for jobs of dead workers failed: %s", e)
+
+    async def _fill(self) -> None:
+        while len(self._tasks) < self.config.max_concurrent and not self._stopping:
+            try:
+                job = await self._queue.claim(self.worker_id, self.config.lease_s)
+            except CoreError as e:  # the database is away: try again at the next poll
+                log.debug("claiming a job failed: %s", e)
+                return
+            if job is None:
+                return
+            log.info("job %s: indexing %s (attempt %d)", job.id, job.repo_path, job.attempts)
+            held = _Held(job)
+            self._held[job.id] = held
+            task = asyncio.create_task(self._hold(held), name=f"job-{job.id}")
+            self._tasks[job.id] = task
+            task.add_done_callback(functools.partial(self._done, job.id))
+
+    def _done(self, job_id: str, _task: asyncio.Task[None]) -> None:
+        self._tasks.pop(job_id, None)
+        self._held.pop(job_id, None)
+        self._wake.set()  # a slot is free
+
+    async def _hold(self, held: _Held) -> None:
+        beat = asyncio.create_task(self._heartbeat(held))
+        try:
+            await self._work(held)
+        except JobLeaseLost:
+            log.info("job %s was taken over by another worker", held.job.id)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(BaseException):
+                await beat
+
+    async def _heartbeat(self, held: _Held) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat_s)
+            try:
+                job = await self._queue.renew(
+                    held.job.id, self.worker_id, self.config.lease_s, held.tracker.snapshot()
+                )
+            except JobLeaseLost:
+                held.lost = True
+                held.token.cancel()
+                held.cancel_asked.set()
+                return
+            except CoreError as e:  # the database is away: the lease may lapse meanwhile
+                log.debug("job %s: renewing its lease failed: %s", held.job.id, e)
+                continue
+            if job.cancel_requested and not held.cancel_asked.is_set():
+                held.token.cancel()
+                held.cancel_asked.set()
+
+    async def _work(self, held: _Held) -> None:
+        delay = self.config.retry_s
+        blocked = False
+        while True:
+            if held.cancel_asked.is_set():
+                await self._end(held, JobStatus.CANCELLED, blocked=blocked)
+                return
+            if blocked:
+                await self._finish(held, JobOutcome(status=JobStatus.RUNNING))
+                blocked = False
+            try:
+                result = await self._attempt(held)
+            except Cancelled:
+                if held.lost:
+                    raise JobLeaseLost(f"job {held.job.id} was taken over") from None
+                await self._end(held, JobStatus.CANCELLED, blocked=False)
+                return
+            except BLOCKERS as e:
+                if held.lost:
+                    raise JobLeaseLost(f"job {held.job.id} was taken over") from None
+                log.warning("job %s blocked: %s; retrying in %.0f s", held.job.id, e, delay)
+                blocked = await self._block(held, e)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(held.cancel_asked.wait(), delay)
+                delay = min(delay * 2, self.config.retry_max_s)
+                continue
+            except CoreError as e:
+                await self._end(held, JobStatus.FAILED, error=e)
+                return
+            except Exception as e:
+                log.exception("job %s failed unexpectedly", held.job.id)
+                await self._end(held, JobStatus.FAILED, error=CoreError(f"{type(e).__name__}: {e}"))
+                return
+            await self._finish(
+                held,
+                JobOutcome(
+                    status=JobStatus.COMPLETED,
+                    result=result,
+                    progress=held.tracker.snapshot().model_copy(
+                        update={"percentage": 100, "message": "Completed", "eta_seconds": None}
+                    ),
+                ),
+            )
+            log.info("job %s completed", held.job.id)
+            return
+
+    async def _attempt(self, held: _Held) -> IndexResult:
+        """One indexing run; past the grace after a cancellation it is interrupted."""
+        run = asyncio.ensure_future(self._runner(held.job, held.tracker, held.token))
+        asked = asyncio.ensure_future(held.cancel_asked.wait())
+        try:
+            await asyncio.wait({run, asked}, return_when=asyncio.FIRST_COMPLETED)
+            if not run.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(run), self.config.cancel_grace_s)
+            if not run.done():
+                run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
+                raise Cancelled("indexing was interrupted; files written so far are consistent")
+            return run.result()
+        finally:
+            asked.cancel()
+            if not run.done():  # this worker itself is being stopped
+                run.cancel()
+                with contextlib.suppress(BaseException):
+                    await run
+
+    async def _block(self, held: _Held, error: CoreError) -> bool:
+        """Record the job as blocked (best effort: the database may be what is away)."""
+        try:
+            await self._queue.finish(
+                held.job.id,
+                self.worker_id,
+                JobOutcome(
+                    status=JobStatus.BLOCKED,
+                    error_message=error.message,
+                    error_type=error.code,
+                    progress=held.tracker.snapshot().model_copy(
+                        update={"message": f"Blocked: {error.message}", "eta_seconds": None}
+                    ),
+                ),
+            )
+        except JobLeaseLost:
+            raise
+        except CoreError:
+            return False
+        return True
+
+    async def _end(
+        self,
+        held: _Held,
+        status: JobStatus,
+        *,
+        blocked: bool = False,
+        error: CoreError | None = None,
+    ) -> None:
+        snapshot = held.tracker.snapshot()
+        message = "Cancelled" if status is JobStatus.CANCELLED else f"Failed: {error}"
+        steps = steps_to(JobStatus.BLOCKED if blocked else JobStatus.RUNNING, status)
+        for step in steps:
+            await self._finish(
+                held,
+                JobOutcome(
+                    status=step,
+                    error_message=error.message if error is not None and step is status else None,
+                    error_type=error.code if error is not None and step is status else None,
+                    progress=snapshot.model_copy(update={"message": message, "eta_seconds": None}),
+                ),
+            )
+        log.info("job %s %s", held.job.id, status.value)
+
+    async def _finish(self, held: _Held, outcome: JobOutcome) -> None:
+        """``queue.finish``, retried while the database is away (the outcome must land)."""
+        delay = self.config.retry_s
+        while True:
+            try:
+                held.job = await self._queue.finish(held.job.id, self.worker_id, outcome)
+                return
+            except StoreUnavailable as e:
+                log.warning("job %s: recording %s failed: %s", held.job.id, outcome.status, e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.config.retry_max_s)

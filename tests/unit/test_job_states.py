@@ -1,0 +1,177 @@
+"""The job state machine and a job's progress accounting (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codebase_core.errors import InvalidStatus, ValidationFailed
+from codebase_core.models import JobStatus, check_job_id, check_transition, steps_to
+from codebase_core.models.indexing import ProgressPhase
+from codebase_core.models.jobs import ALLOWED, TERMINAL, can_transition
+from codebase_core.services.indexing.progress import RunCounts
+from codebase_core.services.jobs.progress import JobProgressTracker, run_percentage
+
+EXPECTED = {
+    ("pending", "running"),
+    ("pending", "cancelled"),
+    ("running", "completed"),
+    ("running", "failed"),
+    ("running", "cancelled"),
+    ("running", "blocked"),
+    ("blocked", "running"),
+}
+statuses = st.sampled_from(list(JobStatus))
+
+
+@given(statuses, statuses)
+def test_exactly_the_listed_transitions_are_allowed(old: JobStatus, new: JobStatus) -> None:
+    allowed = (old.value, new.value) in EXPECTED
+    assert can_transition(old, new) is allowed
+    if allowed:
+        check_transition(old, new)
+    else:
+        with pytest.raises(InvalidStatus) as raised:
+            check_transition(old, new)
+        assert old.value in raised.value.message and new.value in raised.value.message
+
+
+@given(st.lists(statuses, max_size=12))
+def test_no_walk_leaves_a_terminal_state(walk: list[JobStatus]) -> None:
+    state = JobStatus.PENDING
+    for step in walk:
+        if can_transition(state, step):
+            if state in TERMINAL:
+                raise AssertionError(f"{state} -> {step}")
+            state = step
+
+
+def test_terminal_states_have_no_way_out() -> None:
+    assert all(not ALLOWED[s] for s in TERMINAL)
+    assert {s.terminal for s in JobStatus} == {True, False}
+
+
+@given(statuses, statuses)
+def test_steps_to_only_takes_allowed_steps(old: JobStatus, new: JobStatus) -> None:
+    try:
+        steps = steps_to(old, new)
+    except InvalidStatus:
+        assert not can_transition(old, new)
+        return
+    state = old
+    for step in steps:
+        assert can_transition(state, step)
+        state = step
+    assert state is new and len(steps) <= 2
+
+
+def test_blocked_is_cancelled_through_running() -> None:
+    assert steps_to(JobStatus.BLOCKED, JobStatus.CANCELLED) == [
+        JobStatus.RUNNING,
+        JobStatus.CANCELLED,
+    ]
+
+
+def test_status_parse() -> None:
+    assert JobStatus.parse(" Running ") is JobStatus.RUNNING
+    with pytest.raises(InvalidStatus) as raised:
+        JobStatus.parse("done")
+    assert "pending" in raised.value.message
+
+
+def test_job_ids_are_uuids_in_any_case() -> None:
+    raw = "  0F0E0D0C-0B0A-4908-8706-050403020100 "
+    assert check_job_id(raw) == "0f0e0d0c-0b0a-4908-8706-050403020100"
+    for bad in ("", "abc", "0f0e0d0c\x00", 42, None):
+        with pytest.raises(ValidationFailed) as raised:
+            check_job_id(bad)
+        assert raised.value.field == "job_id"
+
+
+PHASES: list[ProgressPhase] = [
+    "waiting",
+    "scanning",
+    "chunking",
+    "embedding",
+    "writing",
+    "deleting",
+    "optimizing",
+    "done",
+]
+
+
+@st.composite
+def run_reports(draw: st.DrawFn) -> list[tuple[ProgressPhase, RunCounts]]:
+    """A run's reports: counts that only grow, phases in any order the pipeline may give."""
+    files = draw(st.integers(0, 50))
+    counts = RunCounts()
+    out: list[tuple[ProgressPhase, RunCounts]] = []
+    for _ in range(draw(st.integers(1, 30))):
+        phase = draw(st.sampled_from(PHASES[:-1]))
+        if phase != "waiting":
+            counts.files_scanned = files + 3
+        if phase not in ("waiting", "scanning"):
+            counts.files_to_index = files
+            counts.files_chunked = min(files, counts.files_chunked + draw(st.integers(0, 5)))
+            counts.to_embed += draw(st.integers(0, 40))
+            counts.embedded = min(counts.to_embed, counts.embedded + draw(st.integers(0, 40)))
+            counts.files_written = min(counts.files_chunked, counts.files_written + 2)
+        out.append((phase, RunCounts(**{f: getattr(counts, f) for f in counts.__slots__})))
+    out.append(("done", counts))
+    return out
+
+
+@given(run_reports())
+def test_the_percentage_only_grows_stays_in_range_and_ends_at_100(
+    reports: list[tuple[ProgressPhase, RunCounts]],
+) -> None:
+    tracker = JobProgressTracker()
+    seen: list[int] = []
+    for phase, counts in reports:
+        tracker.counts = counts
+        tracker(phase, 0, 0)
+        assert 0 <= run_percentage(phase, counts) <= 100
+        seen.append(tracker.percentage)
+    assert seen == sorted(seen)
+    assert seen[-1] == 100
+    assert all(p < 100 for p in seen[:-1])
+
+
+def test_phases_cover_their_shares() -> None:
+    counts = RunCounts(files_scanned=100, files_to_index=100)
+    assert run_percentage("scanning", counts) == 10
+    counts.files_chunked = 100  # everything chunked, nothing to embed yet
+    assert run_percentage("chunking", counts) == pytest.approx(90)
+    counts.to_embed, counts.embedded = 1000, 500
+    assert run_percentage("embedding", counts) == pytest.approx(70)
+    counts.embedded, counts.files_written = 1000, 100
+    assert run_percentage("writing", counts) == pytest.approx(99)
+
+
+def test_messages_name_the_current_work_and_eta_follows_the_rate() -> None:
+    now = [0.0]
+    tracker = JobProgressTracker(clock=lambda: now[0])
+    tracker.counts.files_scanned = 10
+    tracker("scanning", 10, 10)
+    assert tracker.snapshot().message == "Scanned 10 files"
+    assert tracker.snapshot().eta_seconds is None
+    tracker.counts.files_to_index = 10
+    tracker("chunking", 0, 10)
+    tracker.counts.files_chunked = 5
+    tracker.counts.to_embed = 2500
+    tracker.counts.embedded = 1250
+    now[0] = 10.0
+    tracker("embedding", 1250, 2500)
+    snap = tracker.snapshot()
+    assert snap.message == "Generating embeddings: 1250/2500"
+    # 10 s bought 10% -> 40% (30 points): 60 points left take 20 s.
+    assert snap.percentage == 40
+    assert snap.eta_seconds == pytest.approx(20.0)
+
+
+def test_a_resumed_job_never_goes_back() -> None:
+    tracker = JobProgressTracker(floor=60)
+    tracker.counts.files_scanned = 3
+    tracker("scanning", 3, 3)
+    assert tracker.percentage == 60
