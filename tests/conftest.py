@@ -71,6 +71,13 @@ def _explicit_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBASE_MCP_EMBEDDER", "none")
 
 
+@pytest.fixture(autouse=True)
+def _own_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's servers and workers share a job queue of their own: a job a test leaves
+    behind in the shared test database is never taken up by the next test's worker."""
+    monkeypatch.setenv("CODEBASE_MCP_JOB_QUEUE", f"test-{uuid.uuid4().hex[:12]}")
+
+
 def new_project_id() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

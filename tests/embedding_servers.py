@@ -107,6 +107,11 @@ class EmbeddingServer:
         with self._lock:
             self._failures.extend([(status, retry_after)] * times)
 
+    def recover(self) -> None:
+        """Drop the failures still queued: the next requests are answered again."""
+        with self._lock:
+            self._failures.clear()
+
     @property
     def embedding_requests(self) -> list[Recorded]:
         """The recorded requests to an embedding endpoint."""

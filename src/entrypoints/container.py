@@ -16,11 +16,18 @@ from dependency_injector import containers, providers
 from adapters.filesystem import LocalSourceTree
 from adapters.hashing import HashingEmbedder
 from adapters.local import LocalEmbedder, local_extra_installed
-from adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from adapters.memory import InMemoryChunkStore, InMemoryJobQueue, InMemoryTaskRepo
 from adapters.ollama import OllamaEmbedder
 from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase, PgTaskRepo, schema_name
+from adapters.postgres import (
+    AnnConfig,
+    PgChunkStore,
+    PgDatabase,
+    PgJobQueue,
+    PgTaskRepo,
+    schema_name,
+)
 from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
@@ -30,7 +37,7 @@ from codebase_core.fusion import FusionConfig
 from codebase_core.models import check_project_id
 from codebase_core.ports import ChunkStore, Embedder, TaskRepo
 from codebase_core.ranking import RankingConfig
-from codebase_core.services import IndexingService, SearchService, TaskService
+from codebase_core.services import IndexingService, JobService, SearchService, TaskService
 from entrypoints.settings import Settings
 
 
@@ -321,6 +328,13 @@ class Container(containers.DeclarativeContainer):
         ranking=providers.Singleton(RankingConfig, enabled=config.ranking),
     )
     task_service = providers.Factory(TaskService, repo=task_repo)
+    # One queue for every project of the store: workers claim jobs of any project.
+    job_queue = providers.Selector(
+        config.store,
+        memory=providers.Singleton(InMemoryJobQueue),
+        postgres=providers.Singleton(PgJobQueue, database=database, queue=config.job_queue),
+    )
+    job_service = providers.Factory(JobService, queue=job_queue)
 
 
 def build_container(settings: Settings | None = None) -> Container:
@@ -336,6 +350,8 @@ def build_container(settings: Settings | None = None) -> Container:
         container.indexing_service,
         container.search_service,
         container.task_service,
+        container.job_queue,
+        container.job_service,
     ):
         provider.enable_async_mode()
     return container

@@ -22,6 +22,7 @@ from codebase_core.errors import CoreError, ValidationFailed
 from codebase_core.models import (
     DEFAULT_SEARCH_LIMIT,
     IndexResult,
+    Job,
     ProjectInfo,
     Repository,
     SearchQuery,
@@ -32,7 +33,9 @@ from codebase_core.ports import ChunkStore
 from codebase_core.services import (
     CancellationToken,
     IndexingService,
+    JobService,
     ProgressCallback,
+    RunCounts,
     SearchService,
     TaskService,
 )
@@ -66,6 +69,7 @@ class Codebase:
         indexing: Callable[[], Awaitable[IndexingService]],
         search: Callable[[], Awaitable[SearchService]],
         tasks: TaskService,
+        jobs: JobService,
         database_name: str | None,
     ) -> None:
         self.project_id = project_id
@@ -79,6 +83,7 @@ class Codebase:
         self._indexing: IndexingService | None = None
         self._search: SearchService | None = None
         self._tasks = tasks
+        self._jobs = jobs
 
     @property
     def store(self) -> ChunkStore:
@@ -106,16 +111,33 @@ class Codebase:
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         wait: bool = True,
+        counts: RunCounts | None = None,
     ) -> IndexResult:
         """Bring the index of the repository at ``path`` up to date (incrementally).
 
         When another process indexes the same repository, ``wait`` queues behind it (progress
-        phase ``waiting``); ``wait=False`` raises ``RepositoryBusy`` instead.
+        phase ``waiting``); ``wait=False`` raises ``RepositoryBusy`` instead. ``counts`` is
+        kept current while the run goes (see ``RunCounts``).
         """
         root = resolve_repo_path(path)
         service = await self.indexing_service()
         return await service.index(
-            root, name=name, force=force, progress=progress, cancel=cancel, wait=wait
+            root, name=name, force=force, progress=progress, cancel=cancel, wait=wait, counts=counts
+        )
+
+    async def start_job(
+        self, path: str | Path, *, name: str | None = None, force: bool = False
+    ) -> Job:
+        """Queue a background indexing job for the repository at ``path`` (a worker runs it:
+        the MCP server's own, or ``codebase-mcp worker``); ``DuplicateJob`` while one is
+        pending, running or blocked for it in this project. ``name`` renames the repository;
+        by default it keeps its name (the directory's name for a first index)."""
+        root = resolve_repo_path(path)
+        if name is None:
+            existing = await self._store.find_repository(root)
+            name = existing.name if existing is not None else (Path(root).name or root)
+        return await self._jobs.start(
+            project_id=self.project_id, repo_path=root, repo_name=name, force=force
         )
 
     async def search(
@@ -193,6 +215,11 @@ class Codebase:
         """The task tracker of this project."""
         return self._tasks
 
+    @property
+    def jobs(self) -> JobService:
+        """Background indexing jobs (the queue is shared by every project of the store)."""
+        return self._jobs
+
 
 async def _resolve(provided: T | Awaitable[T]) -> T:
     """Providers run in async mode (see ``build_container``): their calls are awaitable."""
@@ -207,8 +234,10 @@ class Workspaces:
     One container underneath: one database pool and one embedder shared by all projects.
     """
 
-    def __init__(self, container: Container, default_project: str) -> None:
+    def __init__(self, container: Container, settings: Settings) -> None:
         self._container = container
+        self._settings = settings
+        default_project = settings.project
         self.default_project = check_project_id(default_project)
         self._codebases: dict[str, Codebase] = {}
 
@@ -239,9 +268,24 @@ class Workspaces:
             indexing=lambda: _resolve(container.indexing_service(store=store)),
             search=lambda: _resolve(container.search_service(store=store)),
             tasks=await _resolve(container.task_service(repo=stores.task_repo(pid))),
+            jobs=await self.jobs(),
             database_name=stores.database_name(pid),
         )
         return self._codebases.setdefault(pid, codebase)
+
+    async def jobs(self) -> JobService:
+        """Background indexing jobs of every project (one queue per store)."""
+        service: JobService = await _resolve(self._container.job_service())
+        return service
+
+    async def database_name(self, project_id: str) -> str | None:
+        """The Postgres schema of a project (None with the memory store)."""
+        stores: ProjectStores = await _resolve(self._container.project_stores())
+        return stores.database_name(project_id)
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
 
     async def database_status(self, timeout_s: float = 2.0) -> str:
         """``ok``, ``unavailable`` (Postgres does not answer within ``timeout_s``) or
@@ -304,7 +348,7 @@ async def open_workspaces(settings: Settings | None = None) -> AsyncIterator[Wor
     """Build the container, start its resources, and yield every project of its store."""
     resolved = settings or Settings()
     async with running_container(resolved) as container:
-        yield Workspaces(container, resolved.project)
+        yield Workspaces(container, resolved)
 
 
 @asynccontextmanager

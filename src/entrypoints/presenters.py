@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from codebase_core.models import IndexResult, Repository, SearchResult
+from codebase_core.models import IndexResult, Job, JobStatus, Repository, SearchResult
 
 # Skipped files listed in a detailed index result: a repository with a large ignored tree
 # would otherwise cost a client's context for little use (the counts by reason stay whole).
@@ -77,3 +78,78 @@ def deleted_payload(repo: Repository, project_id: str) -> dict[str, Any]:
         "chunks_deleted": repo.chunk_count,
         "project_id": project_id,
     }
+
+
+def job_status_payload(job: Job, database_name: str | None) -> dict[str, Any]:
+    """What ``get_job_status`` answers (the reference schema's fields, in its order)."""
+    return {
+        "job_id": job.id,
+        "status": job.status.value,
+        "progress_percentage": job.progress_percentage,
+        "progress_message": job.progress_message,
+        "files_scanned": job.files_scanned,
+        "files_indexed": job.files_indexed,
+        "chunks_created": job.chunks_created,
+        "created_at": _when(job.created_at),
+        "started_at": _when(job.started_at),
+        "completed_at": _when(job.completed_at),
+        "cancelled_at": _when(job.cancelled_at),
+        "error_message": job.error_message,
+        "error_type": job.error_type,
+        "estimated_time_remaining_seconds": job.eta_seconds,
+        "project_id": job.project_id,
+        "database_name": database_name,
+    }
+
+
+def job_summary_payload(job: Job) -> dict[str, Any]:
+    """One job of ``list_background_jobs``."""
+    return {
+        "job_id": job.id,
+        "repo_path": job.repo_path,
+        "repo_name": job.repo_name,
+        "status": job.status.value,
+        "progress_percentage": job.progress_percentage,
+        "files_indexed": job.files_indexed,
+        "chunks_created": job.chunks_created,
+        "created_at": _when(job.created_at),
+        "started_at": _when(job.started_at),
+        "completed_at": _when(job.completed_at),
+        "project_id": job.project_id,
+    }
+
+
+def job_started_payload(
+    job: Job, estimate: float | None, database_name: str | None
+) -> dict[str, Any]:
+    """What ``start_indexing_background`` answers."""
+    return {
+        "job_id": job.id,
+        "status": job.status.value,
+        "message": f"Indexing of {job.repo_path} queued as job {job.id}: follow it with "
+        "get_job_status, stop it with cancel_job",
+        "estimated_duration_seconds": estimate,
+        "project_id": job.project_id,
+        "database_name": database_name,
+    }
+
+
+def job_cancel_payload(job: Job) -> dict[str, Any]:
+    """What ``cancel_job`` answers: ``cancelled`` when it ended at once, else ``cancelling``
+    (its worker stops at the next batch; files written so far stay consistent)."""
+    ended = job.status is JobStatus.CANCELLED
+    return {
+        "job_id": job.id,
+        "status": "cancelled" if ended else "cancelling",
+        "message": f"Job {job.id} cancelled"
+        if ended
+        else f"Job {job.id} is stopping: get_job_status shows 'cancelled' once it has",
+        "files_indexed": job.files_indexed,
+        "chunks_created": job.chunks_created,
+        "cancelled_at": _when(job.cancelled_at),
+        "project_id": job.project_id,
+    }
+
+
+def _when(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None

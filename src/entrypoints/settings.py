@@ -121,6 +121,17 @@ class Settings(BaseSettings):
     # The ranking stack (codebase_core.ranking: definitions first, paths, priors against tests
     # and docs, one chunk per file before a decay); false: results in retrieval order.
     ranking: bool = True
+    # Background indexing jobs: how many one worker runs at once, whether the MCP server runs
+    # a worker in its own process (false when dedicated `codebase-mcp worker`s share the
+    # database), how long a dead worker's job waits before another takes it over, and how
+    # long finished jobs are kept.
+    max_concurrent_jobs: int = Field(default=defaults.MAX_CONCURRENT_JOBS, ge=1, le=64)
+    job_worker: bool = True
+    # Workers take only the jobs of their queue (several pools on one database, e.g. machines
+    # with and without a GPU; a test suite keeps its jobs apart).
+    job_queue: str = Field(default="default", min_length=1, max_length=64)
+    job_lease_seconds: float = Field(default=defaults.JOB_LEASE_S, ge=2.0, le=3600.0)
+    job_retention_days: float = Field(default=defaults.JOB_RETENTION_DAYS, gt=0, le=3650)
 
     # The MCP server. A bearer token that HTTP/SSE clients must send (required to bind to a
     # non-loopback address), and the directories index_repository may index (None: any;

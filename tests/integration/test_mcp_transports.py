@@ -117,7 +117,7 @@ def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path, pg_env: str) ->
         finally:
             proc.kill()
     assert [r.get("id") for r in replies] == [1, 2, 3]
-    assert len(replies[1]["result"]["tools"]) == 9
+    assert len(replies[1]["result"]["tools"]) == 13
     assert json.loads(replies[2]["result"]["content"][0]["text"])["success"] is True
     assert rest.strip() == ""
     assert proc.returncode == 0
@@ -180,7 +180,7 @@ async def test_http_health_token_and_tools(http_server: str) -> None:
         assert wrong.status_code == 401
 
     async with Client(f"{http_server}/mcp", auth=TOKEN) as client:
-        assert len(await client.list_tools()) == 9
+        assert len(await client.list_tools()) == 13
         task = await client.call_tool("create_task", {"title": "over HTTP"})
         assert task.structured_content is not None
         assert task.structured_content["title"] == "over HTTP"

@@ -51,4 +51,4 @@ async def test_client_configuration_snippet_starts_the_server(tmp_path: Path) ->
         ):
             await session.initialize()
             tools = (await session.list_tools()).tools
-    assert len(tools) == 9
+    assert len(tools) == 13

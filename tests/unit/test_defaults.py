@@ -17,14 +17,14 @@ from adapters.local import LocalEmbedder
 from adapters.ollama import OllamaEmbedder
 from adapters.onnx import OnnxEmbedder
 from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import AnnConfig, PgDatabase
+from adapters.postgres import AnnConfig, PgDatabase, PgJobQueue
 from adapters.remote_embedding import HttpEmbeddingOptions
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core import defaults
 from codebase_core.fusion import FusionConfig
 from codebase_core.ranking import RankingConfig
-from codebase_core.services import IndexingService
+from codebase_core.services import IndexingService, WorkerConfig
 from entrypoints import container as container_module
 from entrypoints.container import build_container
 from entrypoints.settings import Settings
@@ -66,6 +66,10 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "fusion_lexical_weight": [(FusionConfig, "lexical_weight")],
     "fusion_rrf_k": [(FusionConfig, "rrf_k")],
     "ranking": [(RankingConfig, "enabled")],
+    "max_concurrent_jobs": [(WorkerConfig, "max_concurrent")],
+    "job_lease_seconds": [(WorkerConfig, "lease_s")],
+    "job_queue": [(PgJobQueue, "queue")],
+    "job_retention_days": [(WorkerConfig, "retention_days")],
 }
 # Settings that no constructor has a default for: choices of the composition root, where
 # things are, and secrets. (index_workers: its default is computed, checked below.)
@@ -79,6 +83,7 @@ UNFED = {
     "index_workers",
     "auth_token",
     "allowed_roots",
+    "job_worker",
 }
 
 

@@ -11,6 +11,7 @@ from codebase_core.errors import RepositoryNotFound
 from codebase_core.models import IndexResult, SearchQuery, SearchResult
 from entrypoints.cli.common import Run, open_project
 from entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
+from entrypoints.cli.jobs import index_background
 from entrypoints.cli.progress import IndexProgress
 from entrypoints.cli.views import dump, index_view
 from entrypoints.facade import Codebase, open_workspaces, resolve_repo_path
@@ -30,6 +31,8 @@ async def _index(run: Run, cb: Codebase, root: str, *, name: str | None = None) 
 
 async def index_command(run: Run) -> int:
     a = run.args
+    if a.background:
+        return await index_background(run)
     root = resolve_repo_path(a.path)  # before the store opens: a typo fails at once
     async with open_workspaces(run.settings) as ws:
         cb = await open_project(ws, a.project, create=True)

@@ -31,6 +31,7 @@ from entrypoints.cli.errors import (
     error_line,
     exit_code,
 )
+from entrypoints.cli.jobs import jobs_command, worker_command
 from entrypoints.cli.parser import build_parser, command_parser
 from entrypoints.cli.tasks import tasks_command
 from entrypoints.doctor import diagnose
@@ -44,6 +45,8 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
     "repos": repos_command,
     "projects": projects_command,
     "tasks": tasks_command,
+    "jobs": jobs_command,
+    "worker": worker_command,
 }
 
 

@@ -6,13 +6,21 @@ import argparse
 import sys
 from typing import Any
 
-from codebase_core.models import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SearchMode, TaskStatus
+from codebase_core.models import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_JOB_PAGE,
+    MAX_SEARCH_LIMIT,
+    JobStatus,
+    SearchMode,
+    TaskStatus,
+)
 from codebase_core.services.tasks import MAX_LIST_LIMIT
 from entrypoints.cli.errors import EXIT_USAGE
 from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
 
 PROJECT_HELP = "workspace id (default: CODEBASE_MCP_PROJECT or 'default')"
 STATUSES = ", ".join(repr(s.value) for s in TaskStatus)
+JOB_STATUSES = ", ".join(s.value for s in JobStatus)
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,6 +55,11 @@ def _code(sub: Any) -> None:
         "--no-wait",
         action="store_true",
         help="fail with REPOSITORY_BUSY if another process is indexing this repository",
+    )
+    ix.add_argument(
+        "--background",
+        action="store_true",
+        help="queue a job and return its id at once (a server or 'codebase-mcp worker' runs it)",
     )
     ix.add_argument("-v", "--verbose", action="store_true", help="list each file skipped and why")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -148,12 +161,41 @@ def _tasks(sub: Any) -> None:
     _common(up, group=True)
 
 
+def _jobs(sub: Any) -> None:
+    jb = sub.add_parser("jobs", help="background indexing jobs: list (default), status, cancel")
+    jb.set_defaults(action="list", project=None, json=False, status=None, limit=20, offset=0)
+    _common(jb, group=True)
+    acts = jb.add_subparsers(dest="action", parser_class=Parser)
+    ls = acts.add_parser("list", help="jobs of the project, newest first")
+    ls.add_argument("--status", help=f"only this status: {JOB_STATUSES}")
+    ls.add_argument("--limit", type=int, default=20, help=f"1-{MAX_JOB_PAGE} (default 20)")
+    ls.add_argument("--offset", type=int, default=0, help="jobs to skip (default 0)")
+    _common(ls, group=True)
+    st = acts.add_parser("status", help="one job's progress")
+    st.add_argument("job_id", metavar="ID")
+    _common(st, group=True)
+    cn = acts.add_parser("cancel", help="stop a job (what it indexed stays searchable)")
+    cn.add_argument("job_id", metavar="ID")
+    _common(cn, group=True)
+
+    wk = sub.add_parser(
+        "worker", help="run background jobs with no MCP server (several may share a database)"
+    )
+    wk.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="jobs run at once (default: CODEBASE_MCP_MAX_CONCURRENT_JOBS or 3)",
+    )
+
+
 def build_parser() -> Parser:
     p = Parser(prog="codebase-mcp", description="Semantic code search for AI assistants.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     _code(sub)
     _repos(sub)
     _tasks(sub)
+    _jobs(sub)
 
     dr = sub.add_parser(
         "doctor", help="show the effective store and embedder, and whether each answers"

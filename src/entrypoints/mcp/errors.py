@@ -64,6 +64,14 @@ def _limit_bounds(schema: dict[str, Any], field: str) -> tuple[Any, Any]:
     return None, None
 
 
+def _enum(schema: dict[str, Any], field: str) -> list[Any] | None:
+    prop = schema.get("properties", {}).get(field, {})
+    for option in [prop, *prop.get("anyOf", [])]:
+        if "enum" in option:
+            return list(option["enum"])
+    return None
+
+
 def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any]) -> str:
     """One coded line for the first problem of a rejected call, naming field, value and rule."""
     problems = error.errors(include_url=False)
@@ -76,7 +84,8 @@ def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any])
     value = first.get("input")
     more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
     if field in _STATUS_FIELDS:
-        valid = [s.value for s in TaskStatus]
+        # A tool that lists its statuses in the schema (the job tools) names those.
+        valid = _enum(schema, field) or [s.value for s in TaskStatus]
         return f"INVALID_STATUS: Invalid status: {shorten(value)}. Valid values: {valid}{more}"
     if field == "limit" and kind in _BOUND_ERRORS:
         low, high = _limit_bounds(schema, field)

@@ -1,20 +1,21 @@
-"""Indexing runs of the MCP server: progress notifications, and runs the server owns so that
-a client giving up does not stop them (and a second call for the same repository joins one)."""
+"""Indexing runs of the MCP server and their MCP progress notifications: ``index_repository``
+goes through the job queue (so one repository never has two runs at once, whichever tool
+started them); ``search_code``'s refresh runs in the call (cheap, incremental)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 from fastmcp import Context
 
-from codebase_core.models import IndexResult, ProgressPhase
+from codebase_core.models import IndexResult, Job, ProgressPhase
 from codebase_core.services import ProgressCallback
 from entrypoints.facade import Codebase
+from entrypoints.jobs import JobWatcher, run_as_job
 from entrypoints.mcp.state import ServerState
 
 log = logging.getLogger("codebase_mcp")
+
 
 # Where each phase of an indexing run sits on a 0-100 progress scale (progress only grows).
 _PHASE_SPAN: dict[ProgressPhase, tuple[float, float]] = {
@@ -66,6 +67,38 @@ def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCall
     return report
 
 
+def job_progress(ctx: Context, run: int = 0, runs: int = 1) -> JobWatcher:
+    """MCP progress notifications (0-100) from a job's readings; the ``run``-th of ``runs``
+    jobs of one request covers its share of the scale.
+
+    Clients that honour them reset their request timeout on each one. Once a notification
+    fails (the client went away), the job goes on without reporting.
+    """
+    live = True
+    last: tuple[float, str] | None = None
+
+    async def watch(job: Job) -> None:
+        nonlocal live, last
+        if not live:
+            return
+        value = (run * 100.0 + job.progress_percentage) / runs
+        message = job.progress_message
+        if job.status.value in ("pending", "blocked"):
+            message = f"{job.status.value}: {message}"
+        if runs > 1:
+            message = f"repository {run + 1}/{runs}: {message}"
+        if (value, message) == last:
+            return
+        last = (value, message)
+        try:
+            await ctx.report_progress(value, 100.0, message)
+        except Exception:  # any failure to notify: the job itself must not stop for it
+            live = False
+            log.debug("progress notification failed; indexing goes on", exc_info=True)
+
+    return watch
+
+
 async def index_shared(
     state: ServerState,
     cb: Codebase,
@@ -73,27 +106,9 @@ async def index_shared(
     *,
     name: str | None,
     force: bool,
-    progress: ProgressCallback,
+    watch: JobWatcher | None,
 ) -> IndexResult:
-    """Index ``path`` in a task the server owns: a client that gives up (a timeout cancels
-    its request) does not stop the run, and a call for a repository already being indexed
-    joins that run (a forced call waits for it, then runs its own)."""
-    key = (cb.project_id, path)
-    running = state.indexing.get(key)
-    if running is not None and force:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(running)
-        running = None
-    if running is None or running.done():
-        running = asyncio.create_task(cb.index(path, name=name, force=force, progress=progress))
-        state.indexing[key] = running
-        running.add_done_callback(lambda task: _finished(state, key, task))
-    return await asyncio.shield(running)
-
-
-def _finished(state: ServerState, key: tuple[str, str], task: asyncio.Task[IndexResult]) -> None:
-    if state.indexing.get(key) is task:
-        del state.indexing[key]
-    if not task.cancelled() and task.exception() is not None:
-        # Seen by whoever awaited it; logged for a run whose client had gone.
-        log.info("indexing %s ended with %s", key[1], task.exception())
+    """Index ``path`` as a job and wait for it. A client that gives up (a timeout cancels its
+    request) does not stop the job; a call for a repository whose job is active joins it."""
+    wake = state.worker.wake if state.worker is not None else None
+    return await run_as_job(cb, path, name=name, force=force, watch=watch, wake=wake)

@@ -20,9 +20,11 @@ from starlette.responses import JSONResponse
 
 from codebase_core.errors import ValidationFailed
 from entrypoints.facade import open_workspaces
+from entrypoints.jobs import running_worker
 from entrypoints.mcp.errors import CodedErrors
 from entrypoints.mcp.state import AllowedRoots, ServerState
 from entrypoints.mcp.tools_code import register_code_tools
+from entrypoints.mcp.tools_jobs import register_job_tools
 from entrypoints.mcp.tools_tasks import register_task_tools
 from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
@@ -34,7 +36,8 @@ INSTRUCTIONS = """\
 Semantic code search and a development task tracker.
 Index a repository once with index_repository (an absolute path; later runs are incremental),
 then search_code with a description or an identifier; list_repositories gives the ids that
-filter a search. Tasks: create_task, update_task (status, branch, commit), list_tasks.
+filter a search. For a large repository, start_indexing_background returns a job_id at once:
+follow it with get_job_status, stop it with cancel_job, see all with list_background_jobs. Tasks: create_task, update_task (status, branch, commit), list_tasks.
 Every tool takes an optional project_id: each project is an isolated workspace.
 Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
 
@@ -96,20 +99,18 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
 
     @asynccontextmanager
     async def lifespan(_server: FastMCP[ServerState]) -> AsyncIterator[ServerState]:
-        async with open_workspaces(resolved) as workspaces:
+        async with contextlib.AsyncExitStack() as stack:
+            workspaces = await stack.enter_async_context(open_workspaces(resolved))
             state = ServerState(workspaces=workspaces, roots=roots)
+            # The memory store's queue lives in this process: only its own worker can run it.
+            if resolved.job_worker or resolved.store == "memory":
+                # Entered last, so it stops (handing its jobs back) before the pool closes.
+                state.worker = await stack.enter_async_context(running_worker(workspaces))
             current["state"] = state
             try:
                 yield state
             finally:
                 current.pop("state", None)
-                # Runs still going stop before the pool and the embedder shut down.
-                runs = list(state.indexing.values())
-                for run in runs:
-                    run.cancel()
-                for run in runs:
-                    with contextlib.suppress(BaseException):
-                        await run
 
     auth = BearerToken(resolved.auth_token.get_secret_value()) if resolved.auth_token else None
     mcp: FastMCP[ServerState] = FastMCP(
@@ -123,6 +124,7 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
     )
     register_code_tools(mcp)
     register_task_tools(mcp)
+    register_job_tools(mcp)
 
     @mcp.custom_route("/health", methods=["GET"])
     async def health(_request: Request) -> JSONResponse:

@@ -1,9 +1,8 @@
 """What the server's lifespan holds for its tools: the workspaces, the allowed roots and the
-indexing runs the server owns."""
+server's job worker."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from fastmcp import Context
 
 from codebase_core.errors import CoreError, ValidationFailed
-from codebase_core.models import IndexResult
+from codebase_core.services import JobWorker
 from entrypoints.facade import Workspaces
 
 
@@ -53,8 +52,8 @@ class ServerState:
     workspaces: Workspaces
     roots: AllowedRoots
     started: float = field(default_factory=time.monotonic)
-    # Indexing runs by (project, root): owned by the server, so they outlive a cancelled call.
-    indexing: dict[tuple[str, str], asyncio.Task[IndexResult]] = field(default_factory=dict)
+    # The server's own job worker (None when dedicated workers run the jobs).
+    worker: JobWorker | None = None
 
 
 def state_of(ctx: Context) -> ServerState:

@@ -30,7 +30,7 @@ from entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
-from entrypoints.mcp.runs import index_shared, progress_reporter
+from entrypoints.mcp.runs import index_shared, job_progress, progress_reporter
 from entrypoints.mcp.state import state_of
 from entrypoints.presenters import deleted_payload, repository_payload
 
@@ -137,7 +137,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
                 root,
                 name=name,
                 force=force_reindex,
-                progress=progress_reporter(ctx),
+                watch=job_progress(ctx),
             )
         if response_format == "markdown":
             return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))

@@ -1,0 +1,163 @@
+"""``jobs``, ``index --background`` and ``worker``: the MCP job tools from a shell, and the
+worker process that runs jobs with no MCP server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+from codebase_core.errors import ValidationFailed
+from codebase_core.models import Job
+from entrypoints.cli.admin import when
+from entrypoints.cli.common import Run, open_project
+from entrypoints.cli.errors import EXIT_OK
+from entrypoints.cli.views import columns, dump
+from entrypoints.facade import open_workspaces, resolve_repo_path
+from entrypoints.jobs import running_worker
+from entrypoints.presenters import (
+    job_cancel_payload,
+    job_started_payload,
+    job_status_payload,
+    job_summary_payload,
+)
+from entrypoints.settings import Settings
+
+
+def _shared_store(settings: Settings, flag: str) -> None:
+    if settings.store == "memory":
+        raise ValidationFailed(
+            flag,
+            True,
+            "background jobs need the Postgres store (the memory store lives and dies with "
+            "this process): unset CODEBASE_MCP_STORE, or index in the foreground",
+        )
+
+
+async def index_background(run: Run) -> int:
+    """``index PATH --background``: queue a job and return; a worker runs it."""
+    a = run.args
+    _shared_store(run.settings, "--background")
+    root = resolve_repo_path(a.path)
+    async with open_workspaces(run.settings) as ws:
+        cb = await open_project(ws, a.project, create=True)
+        job = await cb.start_job(root, name=a.name, force=a.force)
+        estimate = await cb.jobs.estimate_seconds(cb.project_id, root)
+    if a.json:
+        dump(job_started_payload(job, estimate, cb.database_name))
+        return EXIT_OK
+    out = run.out
+    out.print(f"job {job.id} {job.status.value}: indexing {root}", highlight=False, markup=False)
+    out.print(
+        "a worker runs it (a running 'codebase-mcp serve', or 'codebase-mcp worker'); follow "
+        f"it with 'codebase-mcp jobs status {job.id}'",
+        highlight=False,
+        markup=False,
+    )
+    return EXIT_OK
+
+
+def _print_job(job: Job, run: Run) -> None:
+    def line(key: str, value: object) -> None:
+        run.out.print(f"{key:<10} {value}", highlight=False, markup=False)
+
+    line("id", job.id)
+    line("status", job.status.value + (" (cancelling)" if job.cancel_requested else ""))
+    line("progress", f"{job.progress_percentage}% {job.progress_message}")
+    line("repository", f"{job.repo_name} ({job.repo_path})")
+    line("project", job.project_id)
+    line("files", f"{job.files_indexed} indexed of {job.files_scanned} scanned")
+    line("chunks", job.chunks_created)
+    line("created", when(job.created_at))
+    if job.started_at is not None:
+        line("started", when(job.started_at))
+    if job.completed_at is not None:
+        line("ended", when(job.completed_at))
+    if job.eta_seconds is not None:
+        line("remaining", f"about {job.eta_seconds:.0f} s")
+    if job.error_message:
+        line("error", f"{job.error_type}: {job.error_message}")
+
+
+async def jobs_command(run: Run) -> int:
+    """``jobs [list|status ID|cancel ID]``: list_background_jobs, get_job_status, cancel_job."""
+    a = run.args
+    action = a.action or "list"
+    async with open_workspaces(run.settings) as ws:
+        service = await ws.jobs()
+        if action == "status":
+            job = await service.status(a.job_id)
+            database = await ws.database_name(job.project_id)
+        elif action == "cancel":
+            job = await service.cancel(a.job_id)
+        else:
+            cb = await open_project(ws, a.project, create=False)
+            page = await service.list(
+                status=a.status, project_id=cb.project_id, limit=a.limit, offset=a.offset
+            )
+    if action == "status":
+        if a.json:
+            dump(job_status_payload(job, database))
+        else:
+            _print_job(job, run)
+        return EXIT_OK
+    if action == "cancel":
+        payload = job_cancel_payload(job)
+        if a.json:
+            dump(payload)
+        else:
+            run.out.print(payload["message"], highlight=False, markup=False)
+        return EXIT_OK
+    if a.json:
+        dump(
+            {
+                "jobs": [job_summary_payload(j) for j in page.jobs],
+                "total_count": page.total_count,
+                "limit": a.limit,
+                "offset": a.offset,
+                "project_id": cb.project_id,
+            }
+        )
+        return EXIT_OK
+    if not page.jobs:
+        run.out.print(f"No jobs in project {cb.project_id!r}.", highlight=False, markup=False)
+        return EXIT_OK
+    rows = [
+        (j.id, j.status.value, f"{j.progress_percentage}%", when(j.created_at), j.repo_path)
+        for j in page.jobs
+    ]
+    run.out.print(
+        columns(("id", "status", "progress", "created", "repository"), rows),
+        highlight=False,
+        markup=False,
+    )
+    shown_to = a.offset + len(page.jobs)
+    more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
+    run.out.print(
+        f"{a.offset + 1}-{shown_to} of {page.total_count} jobs{more}", highlight=False, markup=False
+    )
+    return EXIT_OK
+
+
+async def worker_command(run: Run) -> int:
+    """``worker``: run jobs of every project until SIGINT or SIGTERM; jobs under way then are
+    handed back to the queue for the next worker."""
+    _shared_store(run.settings, "worker")
+    settings = run.settings
+    if run.args.concurrency is not None:
+        settings = settings.model_copy(update={"max_concurrent_jobs": run.args.concurrency})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # not on every platform
+            loop.add_signal_handler(sig, stop.set)
+    async with open_workspaces(settings) as ws, running_worker(ws) as worker:
+        run.err.print(
+            f"worker {worker.worker_id}: running up to {worker.config.max_concurrent} jobs at "
+            "once (Ctrl-C stops)",
+            highlight=False,
+            markup=False,
+        )
+        await stop.wait()
+    run.err.print("worker stopped; its jobs go back to the queue", highlight=False)
+    return EXIT_OK

@@ -1,0 +1,134 @@
+"""Background job tools: start_indexing_background, get_job_status, list_background_jobs,
+cancel_job. A worker runs the jobs: the server's own (CODEBASE_MCP_JOB_WORKER, on by default)
+or ``codebase-mcp worker`` processes sharing the database."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Literal
+
+from fastmcp import Context, FastMCP
+from pydantic import AliasChoices, Field
+
+from codebase_core.errors import ValidationFailed
+from codebase_core.models import DEFAULT_JOB_PAGE, MAX_JOB_PAGE, check_project_id
+from codebase_core.services.jobs.service import MAX_OFFSET
+from entrypoints.facade import resolve_repo_path
+from entrypoints.mcp.errors import coded
+from entrypoints.mcp.state import state_of
+from entrypoints.mcp.tools_code import ProjectId
+from entrypoints.presenters import (
+    job_cancel_payload,
+    job_started_payload,
+    job_status_payload,
+    job_summary_payload,
+)
+
+JobId = Annotated[
+    str,
+    Field(description="The job's id (from start_indexing_background or list_background_jobs)."),
+]
+JobStatusName = Literal["pending", "running", "blocked", "completed", "failed", "cancelled"]
+
+
+def register_job_tools(mcp: FastMCP[Any]) -> None:
+    """Add the background job tools to ``mcp``."""
+
+    @mcp.tool(annotations={"openWorldHint": False})
+    async def start_indexing_background(
+        repo_path: Annotated[
+            str,
+            Field(
+                validation_alias=AliasChoices("repo_path", "path"),
+                description="Absolute path of the repository's root directory.",
+                min_length=1,
+                max_length=4096,
+            ),
+        ],
+        ctx: Context,
+        project_id: ProjectId = None,
+        force_reindex: Annotated[
+            bool, Field(description="Re-chunk every file (cached vectors are kept).")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Start indexing a repository in the background and return at once.
+
+        Returns job_id, status ('pending' until a worker takes it, then 'running'), message,
+        estimated_duration_seconds (the last run's duration, null for a first index),
+        project_id and database_name. Follow it with get_job_status; stop it with cancel_job.
+        A second job for the same repository and project while one is pending, running or
+        blocked is refused with DUPLICATE_JOB naming the existing job.
+        """
+        state = state_of(ctx)
+        with coded():
+            if not os.path.isabs(repo_path):
+                raise ValidationFailed(
+                    "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
+                )
+            root = resolve_repo_path(state.roots.check(repo_path))
+            cb = await state.workspaces.codebase(project_id)
+            job = await cb.start_job(root, force=force_reindex)
+            if state.worker is not None:
+                state.worker.wake()
+            estimate = await cb.jobs.estimate_seconds(cb.project_id, root)
+        return job_started_payload(job, estimate, cb.database_name)
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def get_job_status(job_id: JobId, ctx: Context) -> dict[str, Any]:
+        """Where a background job is: status (pending, running, blocked, completed, failed,
+        cancelled), progress_percentage (0-100), progress_message (the current work, e.g.
+        'Generating embeddings: 2500/10000'), files_scanned, files_indexed, chunks_created,
+        created_at, started_at, completed_at, cancelled_at, error_message, error_type (why it
+        failed, or what blocks it: it resumes by itself once that is back),
+        estimated_time_remaining_seconds, project_id and database_name. JOB_NOT_FOUND for an
+        unknown id."""
+        state = state_of(ctx)
+        with coded():
+            jobs = await state.workspaces.jobs()
+            job = await jobs.status(job_id)
+            database = await state.workspaces.database_name(job.project_id)
+        return job_status_payload(job, database)
+
+    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def list_background_jobs(
+        ctx: Context,
+        status: Annotated[
+            JobStatusName | None, Field(description="Only jobs with this status.")
+        ] = None,
+        limit: Annotated[
+            int, Field(description="Jobs per page.", ge=1, le=MAX_JOB_PAGE)
+        ] = DEFAULT_JOB_PAGE,
+        offset: Annotated[int, Field(description="Jobs to skip.", ge=0, le=MAX_OFFSET)] = 0,
+        project_id: ProjectId = None,
+    ) -> dict[str, Any]:
+        """Background jobs of a project, newest first: jobs (job_id, repo_path, repo_name,
+        status, progress_percentage, files_indexed, chunks_created, created_at, started_at,
+        completed_at, project_id), total_count, limit, offset and project_id. Finished jobs
+        are kept 7 days."""
+        state = state_of(ctx)
+        with coded():
+            pid = check_project_id(project_id or state.workspaces.default_project)
+            jobs = await state.workspaces.jobs()
+            page = await jobs.list(status=status, project_id=pid, limit=limit, offset=offset)
+        return {
+            "jobs": [job_summary_payload(j) for j in page.jobs],
+            "total_count": page.total_count,
+            "limit": limit,
+            "offset": offset,
+            "project_id": pid,
+        }
+
+    @mcp.tool(annotations={"destructiveHint": False, "openWorldHint": False})
+    async def cancel_job(job_id: JobId, ctx: Context) -> dict[str, Any]:
+        """Stop a background job. A pending job is cancelled at once ('cancelled'); a running
+        or blocked one stops within seconds at its next batch ('cancelling'), and what it
+        indexed so far stays consistent and searchable. Returns job_id, status, message,
+        files_indexed, chunks_created, cancelled_at and project_id. INVALID_STATUS for a job
+        that has already ended."""
+        state = state_of(ctx)
+        with coded():
+            jobs = await state.workspaces.jobs()
+            job = await jobs.cancel(job_id)
+            if state.worker is not None:
+                state.worker.cancel_requested(job.id)
+        return job_cancel_payload(job)
