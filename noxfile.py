@@ -66,3 +66,5 @@ def bench(session: nox.Session) -> None:
         "--out",
         "bench/results/mcp_latency.json",
     )
+    # Background jobs: tool latency over 1,000 finished jobs, cancel and SIGKILL-resume times.
+    session.run("python", "-m", "bench.job_latency", "--out", "bench/results/job_latency.json")
