@@ -29,6 +29,8 @@ from codebase_core.models import (
     SearchResult,
     check_project_id,
 )
+from codebase_core.models.base import check_uuid, no_nul
+from codebase_core.models.projects import same_but_case
 from codebase_core.ports import ChunkStore
 from codebase_core.services import (
     CancellationToken,
@@ -50,6 +52,7 @@ def resolve_repo_path(path: str | Path, field: str = "repo_path") -> str:
     raw = str(path)
     if not raw.strip():
         raise ValidationFailed(field, raw, "must be a path to an existing directory")
+    no_nul(field, raw)
     p = Path(raw).expanduser()
     if not p.exists():
         raise ValidationFailed(field, raw, "does not exist: give an existing directory")
@@ -177,7 +180,7 @@ class Codebase:
         is left as it is (its hits come back ``stale`` where they changed). ``progress(i, n)``
         gives the callback of the i-th of n runs."""
         if repository_id is not None:
-            repos = [await self._store.get_repository(repository_id)]
+            repos = [await self._store.get_repository(_repository_id(repository_id))]
         else:
             repos = await self._store.list_repositories()
         present = [
@@ -200,7 +203,7 @@ class Codebase:
 
     async def repository(self, repository_id: str) -> Repository:
         """The repository with this id, or ``RepositoryNotFound``."""
-        return await self._store.get_repository(repository_id)
+        return await self._store.get_repository(_repository_id(repository_id))
 
     async def repository_for_path(self, path: str | Path) -> Repository | None:
         """The indexed repository rooted at ``path``, if any."""
@@ -208,7 +211,7 @@ class Codebase:
 
     async def delete_repository(self, repository_id: str) -> None:
         """Remove a repository and all its chunks."""
-        await self._store.delete_repository(repository_id)
+        await self._store.delete_repository(_repository_id(repository_id))
 
     @property
     def tasks(self) -> TaskService:
@@ -219,6 +222,10 @@ class Codebase:
     def jobs(self) -> JobService:
         """Background indexing jobs (the queue is shared by every project of the store)."""
         return self._jobs
+
+
+def _repository_id(value: object) -> str:
+    return check_uuid(value, "repository_id", "a repository id from list_repositories")
 
 
 async def _resolve(provided: T | Awaitable[T]) -> T:
@@ -254,7 +261,16 @@ class Workspaces:
             return found
         container = self._container
         stores: ProjectStores = await _resolve(container.project_stores())
-        if not create and pid != self.default_project and pid not in await stores.project_ids():
+        known = await stores.project_ids()
+        clash = same_but_case(pid, [*known, *self._codebases])
+        if clash is not None:
+            raise ValidationFailed(
+                "project_id",
+                pid,
+                f"differs only in case from the existing project {clash!r}: project ids are "
+                f"unique whatever their case; use {clash!r}",
+            )
+        if not create and pid != self.default_project and pid not in known:
             raise ValidationFailed(
                 "project_id",
                 pid,
@@ -294,8 +310,9 @@ class Workspaces:
         if stores.database is None:
             return "memory"
         try:
-            async with asyncio.timeout(timeout_s):
-                await stores.database.ping()
+            # The embedded server may need a restart: give that a few seconds more.
+            async with asyncio.timeout(timeout_s * 3):
+                await stores.database.ping(timeout_s)
         except (CoreError, TimeoutError):
             return "unavailable"
         return "ok"

@@ -131,13 +131,21 @@ def test_task_lifecycle(capsys: pytest.CaptureFixture[str]) -> None:
         (["tasks", "list", "--limit", "0"], "INVALID_LIMIT: --limit must be between 1 and 100"),
         (["tasks", "list", "--offset", "-1"], "VALIDATION_ERROR: --offset=-1: "),
         (["tasks", "list", "--status", "later"], "INVALID_STATUS: Invalid status: later."),
-        (["tasks", "get", "no-such-task"], "TASK_NOT_FOUND: "),
-        (["tasks", "update", "no-such-task", "--notes", "x"], "TASK_NOT_FOUND: "),
+        (["tasks", "get", "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"], "TASK_NOT_FOUND: "),
+        (
+            ["tasks", "update", "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77", "--notes", "x"],
+            "TASK_NOT_FOUND: ",
+        ),
+        (["tasks", "get", "no-such-task"], "VALIDATION_ERROR: "),
         (["tasks", "create", "  "], "VALIDATION_ERROR: title='  ': "),
         (["tasks", "create", "t", "--ref", "x" * 501], "VALIDATION_ERROR: --ref="),
         (["tasks", "list", "--limit", "many"], "VALIDATION_ERROR: argument --limit: "),
-        (["repos", "get", "no-such-repo"], "REPOSITORY_NOT_FOUND: "),
-        (["search", "x", "--repository-id", "no-such-repo"], "REPOSITORY_NOT_FOUND: "),
+        (["repos", "get", "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"], "REPOSITORY_NOT_FOUND: "),
+        (
+            ["search", "x", "--repository-id", "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"],
+            "REPOSITORY_NOT_FOUND: ",
+        ),
+        (["repos", "get", "no-such-repo"], "VALIDATION_ERROR: "),
     ],
 )
 def test_bad_input_is_coded_with_exit_code_2(
@@ -210,7 +218,7 @@ def test_exit_codes_of_the_console_script(tmp_path: Path) -> None:
     ok = run("projects", "--json")
     assert ok.returncode == 0, ok.stderr
     assert isinstance(json.loads(ok.stdout)["projects"], list)
-    missing = run("tasks", "get", "nope")
+    missing = run("tasks", "get", "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77")
     assert missing.returncode == 2 and missing.stderr.startswith("TASK_NOT_FOUND: ")
     ghost = run("repos", "--project", "never made")
     assert ghost.returncode == 2

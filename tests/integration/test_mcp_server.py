@@ -327,12 +327,25 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
         ("list_tasks", {"status": "done"}, "INVALID_STATUS", "Invalid status: done."),
         ("list_tasks", {"status_filter": 3}, "INVALID_STATUS", "Valid values"),
         ("list_tasks", {"offset": -1}, "VALIDATION_ERROR", "offset"),
-        ("get_task", {"task_id": "no-such-task"}, "TASK_NOT_FOUND", "no-such-task"),
-        ("update_task", {"task_id": "no-such-task"}, "TASK_NOT_FOUND", ""),
+        (
+            "get_task",
+            {"task_id": "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"},
+            "TASK_NOT_FOUND",
+            "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77",
+        ),
+        ("update_task", {"task_id": "0B6F3A52-8D4E-4C47-9A51-3F2B1C0D9E77"}, "TASK_NOT_FOUND", ""),
+        ("get_task", {"task_id": "no-such-task"}, "VALIDATION_ERROR", "task_id='no-such-task'"),
+        ("update_task", {"task_id": "no-such-task"}, "VALIDATION_ERROR", "a UUID"),
         ("create_task", {"title": ""}, "VALIDATION_ERROR", "title"),
         ("create_task", {"title": "t" * 201}, "VALIDATION_ERROR", "title"),
         ("create_task", {"title": "t", "planning_references": ["r"] * 11}, "VALIDATION_ERROR", ""),
-        ("delete_repository", {"repository_id": "nope"}, "REPOSITORY_NOT_FOUND", "nope"),
+        (
+            "delete_repository",
+            {"repository_id": "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"},
+            "REPOSITORY_NOT_FOUND",
+            "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77",
+        ),
+        ("delete_repository", {"repository_id": "nope"}, "VALIDATION_ERROR", "repository_id"),
     ]
     for tool, args, code, detail in cases:
         text = await error_of(client, tool, **args)
@@ -558,6 +571,10 @@ async def test_unknown_tool_project_and_repository_are_coded(
     assert "no such project" not in {p["id"] for p in projects}
 
     text = await error_of(client, "search_code", query="x", repository_id="not-an-id")
+    assert text.startswith("VALIDATION_ERROR: repository_id=")
+    text = await error_of(
+        client, "search_code", query="x", repository_id="0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"
+    )
     assert text.startswith("REPOSITORY_NOT_FOUND: ")
     long_status = "x" * 300
     text = await error_of(client, "list_tasks", status=long_status)

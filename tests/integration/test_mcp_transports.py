@@ -184,7 +184,9 @@ async def test_http_health_token_and_tools(http_server: str) -> None:
         task = await client.call_tool("create_task", {"title": "over HTTP"})
         assert task.structured_content is not None
         assert task.structured_content["title"] == "over HTTP"
-        bad = await client.call_tool("get_task", {"task_id": "nope"}, raise_on_error=False)
+        bad = await client.call_tool(
+            "get_task", {"task_id": "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"}, raise_on_error=False
+        )
         assert bad.is_error and bad.content[0].text.startswith("TASK_NOT_FOUND: ")
 
     # Tasks never need the embedder: it is not loaded yet (the SSE test loads it).

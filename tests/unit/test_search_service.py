@@ -132,7 +132,11 @@ async def test_searching_with_another_model_is_refused() -> None:
     with pytest.raises(ModelMismatch, match="force"):
         await service.search(SearchQuery.build("load settings", mode="semantic"))
     with pytest.raises(RepositoryNotFound):
-        await service.search(SearchQuery.build("x", mode="semantic", repository_id="nope"))
+        await service.search(
+            SearchQuery.build(
+                "x", mode="semantic", repository_id="0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77"
+            )
+        )
     lexical = await service.search(SearchQuery.build("load settings", mode="lexical"))
     assert lexical.hits[0].repository_id == repo_id
 

@@ -77,6 +77,8 @@ async def test_update_errors(service: TaskService) -> None:
     with pytest.raises(ValidationFailed, match="branch"):
         await service.update(task.id, branch="has space")
     with pytest.raises(TaskNotFound):
+        await service.update("0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77", title="x")
+    with pytest.raises(ValidationFailed, match="task_id"):
         await service.update("nope", title="x")
     assert await service.get(task.id) == task  # nothing half-applied
 

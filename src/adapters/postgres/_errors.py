@@ -85,7 +85,33 @@ def translate(exc: BaseException, url: str, *, timeout_s: float, pool_size: int)
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
+    # Raised by the driver when a connection dies under it (seen as "cannot switch to
+    # state 15" on release while the server was killed).
+    asyncpg.InternalClientError,
     OSError,
     TimeoutError,
     asyncio.TimeoutError,
 )
+
+LOST_CONNECTION: tuple[type[BaseException], ...] = (
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.CrashShutdownError,
+    OSError,
+)
+"""Failures that mean the server or the connection is gone (not a failed statement): the
+pool is dropped, and the next use opens a new one (starting the embedded server again)."""
+
+
+def translate_embedded(exc: BaseException, data_dir: str) -> CoreError | None:
+    """For the embedded server, the message of a lost connection (None: not one)."""
+    if not isinstance(exc, LOST_CONNECTION):
+        return None
+    return StoreUnavailable(
+        f"the embedded PostgreSQL (data directory {data_dir}) is not answering "
+        f"({type(exc).__name__}: {exc}); it is started again on the next call: retry in a "
+        "few seconds ('codebase-mcp doctor' checks it)"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,7 +15,13 @@ from typing import Any
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from adapters.postgres._errors import DRIVER_ERRORS, redact, translate
+from adapters.postgres._errors import (
+    DRIVER_ERRORS,
+    LOST_CONNECTION,
+    redact,
+    translate,
+    translate_embedded,
+)
 from adapters.postgres.embedded import start_embedded
 from adapters.postgres.schema import (
     GLOBAL_SCHEMA,
@@ -26,6 +33,8 @@ from adapters.postgres.schema import (
 )
 from codebase_core import defaults
 from codebase_core.errors import CoreError, StoreUnavailable
+
+log = logging.getLogger("codebase_mcp")
 
 # pg_advisory_xact_lock key guarding CREATE EXTENSION / schema creation / migrations.
 _MIGRATION_LOCK = 0x636F_6465_6261_7365  # "codebase"
@@ -66,6 +75,7 @@ class PgDatabase:
         statement_timeout_s: float = defaults.STATEMENT_TIMEOUT_S,
     ) -> None:
         self._url = url
+        self._embedded = url is None
         self._data_dir = data_dir
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout_s
@@ -87,12 +97,34 @@ class PgDatabase:
         return redact(self._url) if self._url else f"embedded:{self._data_dir / 'postgres'}"
 
     def error(self, exc: BaseException) -> CoreError:
+        if self._embedded:
+            lost = translate_embedded(exc, str(self._data_dir / "postgres"))
+            if lost is not None:
+                return lost
         return translate(
             exc,
-            self._url or self.url,
+            self.url if self._embedded else (self._url or self.url),
             timeout_s=self._statement_timeout,
             pool_size=self._pool_size,
         )
+
+    def _lost(self, exc: BaseException) -> None:
+        """The server or a connection went away: drop the pool (its other connections are
+        as dead), so that the next use opens a new one, starting the embedded server again
+        if that is what died. Statements that merely failed keep the pool."""
+        if not isinstance(exc, LOST_CONNECTION):
+            return
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            log.warning("lost the connection to %s (%s); reconnecting on next use", self.url, exc)
+            pool.terminate()
+
+    async def _server_url(self) -> str:
+        """The URL to connect to; the embedded server is started (again, if it died) first."""
+        if self._embedded:
+            self._url = await start_embedded(self._data_dir / "postgres")
+        assert self._url is not None
+        return self._url
 
     async def _init_connection(self, conn: asyncpg.Connection) -> None:
         try:
@@ -128,9 +160,7 @@ class PgDatabase:
         async with self._pool_lock:
             if self._pool is None:
                 try:
-                    url = self._url or await start_embedded(self._data_dir / "postgres")
-                    if self._url is None:
-                        self._url = url
+                    url = await self._server_url()
                     await self._bootstrap(url)
                     self._pool = await asyncpg.create_pool(
                         url,
@@ -149,8 +179,9 @@ class PgDatabase:
                     raise
                 except DRIVER_ERRORS as e:
                     raise self.error(e) from e
-        assert self._pool is not None
-        return self._pool
+        pool = self._pool
+        assert pool is not None
+        return pool
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -162,6 +193,8 @@ class PgDatabase:
         except CoreError:
             raise
         except DRIVER_ERRORS as e:
+            if self._pool is pool:
+                self._lost(e)
             raise self.error(e) from e
 
     @asynccontextmanager
@@ -243,10 +276,22 @@ class PgDatabase:
             )
         return [(r["id"], r["schema_name"]) for r in rows]
 
-    async def ping(self) -> None:
-        """One round trip to the server; ``StoreUnavailable`` when it does not answer."""
-        async with self.connection() as conn:
-            await conn.fetchval("SELECT 1")
+    async def ping(self, timeout_s: float = 2.0) -> None:
+        """One round trip to the server on a connection of its own (a busy pool must not make
+        a health probe wait); ``StoreUnavailable`` when it does not answer. It starts the
+        embedded server again if it died, and drops a pool whose server went away."""
+        try:
+            url = await self._server_url()
+            conn = await asyncpg.connect(url, timeout=timeout_s)
+            try:
+                await conn.fetchval("SELECT 1", timeout=timeout_s)
+            finally:
+                await conn.close(timeout=timeout_s)
+        except CoreError:
+            raise
+        except DRIVER_ERRORS as e:
+            self._lost(e)
+            raise self.error(e) from e
 
     async def workspace_sizes(self) -> dict[str, int]:
         """Bytes on disk of each project's schema (tables with their indexes and TOAST)."""

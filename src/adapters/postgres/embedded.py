@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import subprocess
 import threading
@@ -94,7 +95,14 @@ def _start(data_dir: Path) -> str:
         fresh = not (data_dir / "PG_VERSION").exists()
         # 'stop': the server stops when the last process of ours using it exits; several
         # processes on one data directory share one postmaster (initdb is serialised by a lock).
+        _forget_dead_users(data_dir)
+        known = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
         server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        if server is known:
+            # This process started it before: if it died since (killed, crashed), start it
+            # again (a no-op while it runs).
+            with pgserver.PostgresServer._lock:
+                server.ensure_postgres_running()
         if _configure(server.get_uri()) and fresh:
             # A cluster made just now restarts with its settings, unless another process of
             # ours uses it already (cleanup stops the server only for its last user); then it
@@ -111,6 +119,34 @@ def _start(data_dir: Path) -> str:
     return uri
 
 
+def _forget_dead_users(data_dir: Path) -> None:
+    """Drop the processes that died without saying so (SIGKILL) from pgserver's list of the
+    server's users: the last live user then stops the server at its exit, so a killed CLI's
+    server does not outlive every process that used it."""
+    pgserver = _import_pgserver()
+    users = data_dir / ".handle_pids.json"
+    with pgserver.PostgresServer._lock:
+        try:
+            pids = json.loads(users.read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(pids, list):
+            return
+        alive = [p for p in pids if isinstance(p, int) and _running(p)]
+        if alive != pids:
+            users.write_text(json.dumps(alive))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, another user's
+        return True
+    return True
+
+
 def _forget_settings(pgdata: Path) -> None:
     """Drop our line from postgresql.auto.conf of a stopped server, and mark the value as
     set (to initdb's default), so that it is not tried again."""
@@ -119,11 +155,25 @@ def _forget_settings(pgdata: Path) -> None:
     conf.write_text("\n".join([*lines, f"shared_buffers = '{_DEFAULT_MB}MB'", ""]))
 
 
+def _started_here(data_dir: Path) -> bool:
+    """Whether this process started (or attached to) the server of ``data_dir`` before."""
+    pgserver = _import_pgserver()
+    return data_dir.expanduser().resolve() in pgserver.PostgresServer._instances
+
+
 async def start_embedded(data_dir: Path) -> str:
-    """Start (or attach to) the embedded server in ``data_dir``; returns its connection URI."""
+    """Start (or attach to) the embedded server in ``data_dir``; returns its connection URI.
+    A server this process started before and that died since is started again."""
+    before = _started_here(data_dir)
     try:
         return await asyncio.to_thread(_start, data_dir)
     except Exception as e:  # pgserver raises plain exceptions from initdb/pg_ctl
+        if before:
+            raise StoreUnavailable(
+                f"the embedded PostgreSQL in {data_dir} stopped and is not back yet ({e}); it "
+                "is started again on the next call: retry in a few seconds ('codebase-mcp "
+                "doctor' checks it)"
+            ) from e
         raise StoreUnavailable(
             f"could not start the embedded PostgreSQL in {data_dir}: {e}. Check that the "
             "directory is writable (CODEBASE_MCP_DATA_DIR), or set DATABASE_URL to a Postgres "

@@ -19,8 +19,8 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from codebase_core.errors import DuplicateJob, InvalidStatus, ValidationFailed, shorten
-from codebase_core.models.base import FrozenModel
+from codebase_core.errors import DuplicateJob, InvalidStatus, shorten
+from codebase_core.models.base import FrozenModel, check_uuid
 from codebase_core.models.indexing import IndexResult
 
 MAX_JOB_PAGE = 100
@@ -100,16 +100,7 @@ def steps_to(old: JobStatus, new: JobStatus) -> list[JobStatus]:
 
 def check_job_id(value: object, field: str = "job_id") -> str:
     """A job id as stored: a UUID in any case, trimmed, in its canonical lowercase form."""
-    if not isinstance(value, str):
-        raise ValidationFailed(
-            field, value, "must be a string (a job id from start_indexing_background)"
-        )
-    try:
-        return str(uuid.UUID(value.strip()))
-    except ValueError:
-        raise ValidationFailed(
-            field, value, "must be a job id (a UUID, as start_indexing_background returns)"
-        ) from None
+    return check_uuid(value, field, "a job id from start_indexing_background")
 
 
 def new_job_id() -> str:

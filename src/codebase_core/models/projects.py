@@ -12,16 +12,31 @@ DEFAULT_PROJECT = "default"
 
 
 def check_project_id(project_id: str | None) -> str:
-    """A workspace id: 1-64 ASCII letters, digits, '-', '_' or spaces."""
+    """A workspace id: 1-64 ASCII letters, digits, '-', '_' or spaces, without surrounding
+    spaces (they are trimmed: ``" docs "`` is ``"docs"``, and a blank id is refused).
+
+    Ids keep their case, but two projects never differ only in case: ``Workspaces`` refuses
+    ``Default`` when ``default`` exists, naming it (see ``same_but_case``).
+    """
     if project_id is None:
         return DEFAULT_PROJECT
-    if not isinstance(project_id, str) or not PROJECT_ID_RE.match(project_id):
+    trimmed = project_id.strip() if isinstance(project_id, str) else None
+    if trimmed is None or not PROJECT_ID_RE.match(trimmed):
         raise ValidationFailed(
             "project_id",
             project_id,
-            "must be 1-64 characters of ASCII letters, digits, '-', '_' or spaces",
+            "must be 1-64 characters of ASCII letters, digits, '-', '_' or inner spaces",
         )
-    return project_id
+    return trimmed
+
+
+def same_but_case(project_id: str, known: list[str]) -> str | None:
+    """The known project whose id differs from ``project_id`` only in case, if any."""
+    folded = project_id.casefold()
+    for other in known:
+        if other != project_id and other.casefold() == folded:
+            return other
+    return None
 
 
 class ProjectInfo(FrozenModel):

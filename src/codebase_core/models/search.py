@@ -8,7 +8,7 @@ from enum import StrEnum
 from pydantic import Field, field_validator
 
 from codebase_core.errors import InvalidLimit, ValidationFailed
-from codebase_core.models.base import FrozenModel
+from codebase_core.models.base import FrozenModel, check_uuid, no_nul
 from codebase_core.models.indexing import Chunk
 from codebase_core.models.text import (
     file_extension,
@@ -85,6 +85,20 @@ class SearchQuery(FrozenModel):
         default_mode: SearchMode = SearchMode.HYBRID,
     ) -> SearchQuery:
         """Validate raw request fields, raising coded errors that name the field."""
+        for field, value in (
+            ("query", text),
+            ("repository_id", repository_id),
+            ("file_type", file_type),
+            ("directory", directory),
+            ("language", language),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise ValidationFailed(field, value, "must be a string")
+            no_nul(field, value)
+        if repository_id:
+            repository_id = check_uuid(
+                repository_id, "repository_id", "a repository id from list_repositories"
+            )
         stripped = text.strip() if isinstance(text, str) else ""
         if not stripped:
             raise ValidationFailed("query", text, "must be a non-empty string of 1-500 characters")

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pydantic import Field, field_validator
 
 from codebase_core.errors import InvalidStatus, ValidationFailed, shorten
-from codebase_core.models.base import FrozenModel
+from codebase_core.models.base import FrozenModel, no_nul
 
 
 class TaskStatus(StrEnum):
@@ -58,6 +58,7 @@ def _text(field: str, value: object, maximum: int) -> str | None:
         return None
     if not isinstance(value, str):
         raise ValidationFailed(field, value, "must be a string")
+    no_nul(field, value)
     if len(value) > maximum:
         raise ValidationFailed(
             field, value, f"must be at most {maximum} characters, got {len(value)}"
@@ -95,6 +96,7 @@ class Task(FrozenModel):
             )
         if len(title) > MAX_TITLE:
             raise ValidationFailed("title", title, f"must be at most {MAX_TITLE} characters")
+        no_nul("title", title)
         return title
 
     @field_validator("description", mode="before")
@@ -121,7 +123,7 @@ class Task(FrozenModel):
                 not isinstance(branch, str)
                 or not branch.strip()
                 or len(branch) > MAX_BRANCH_CHARS
-                or any(c.isspace() for c in branch)
+                or any(c.isspace() or c == "\x00" for c in branch)
             ):
                 raise ValidationFailed(
                     "branch",
@@ -153,6 +155,7 @@ class Task(FrozenModel):
                 "planning_references", refs, f"must hold at most {MAX_REFERENCES} items"
             )
         for r in refs:
+            no_nul("planning_references", r)
             if not r.strip() or len(r) > MAX_REFERENCE_CHARS:
                 raise ValidationFailed(
                     "planning_references",

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from codebase_core.errors import InvalidLimit, ValidationFailed
 from codebase_core.models import Task, TaskPage, TaskStatus, utcnow
+from codebase_core.models.base import MAX_OFFSET, check_uuid
 from codebase_core.ports import TaskRepo
 
 MAX_LIST_LIMIT = 100
@@ -108,13 +109,11 @@ class TaskService:
             raise ValidationFailed("limit", limit, f"must be an integer 1-{MAX_LIST_LIMIT}")
         if not 1 <= limit <= MAX_LIST_LIMIT:
             raise InvalidLimit(limit, 1, MAX_LIST_LIMIT)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValidationFailed("offset", offset, "must be an integer >= 0")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+            raise ValidationFailed("offset", offset, f"must be an integer from 0 to {MAX_OFFSET}")
         parsed = TaskStatus.parse(status) if status is not None else None
         return await self._repo.list(status=parsed, branch=branch, limit=limit, offset=offset)
 
 
 def _check_id(task_id: str) -> str:
-    if not isinstance(task_id, str) or not task_id.strip():
-        raise ValidationFailed("task_id", task_id, "must be a non-empty task id")
-    return task_id
+    return check_uuid(task_id, "task_id", "a task id from create_task or list_tasks")

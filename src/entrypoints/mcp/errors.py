@@ -103,12 +103,43 @@ def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any])
     return f"VALIDATION_ERROR: {field}={shorten(repr(value))}: {rule}{more}"
 
 
+def nul_field(value: Any, name: str = "arguments", depth: int = 0) -> tuple[str, Any] | None:
+    """The first argument (by name) holding a NUL character anywhere inside it, if any."""
+    if depth > 32:  # deeper nesting is refused by the schema anyway
+        return None
+    if isinstance(value, str):
+        return (name, value) if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in str(key):
+                return (name, key)
+            found = nul_field(item, key if depth == 0 else f"{name}.{key}", depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = nul_field(item, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 class CodedErrors(Middleware):
-    """Rewrites schema rejections and unexpected failures into coded tool errors."""
+    """Rewrites schema rejections and unexpected failures into coded tool errors, and refuses
+    NUL characters in any argument before a tool runs (no path, name or note needs one, and
+    Postgres text cannot hold it)."""
 
     async def on_call_tool(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]
     ) -> ToolResult:
+        found = nul_field(context.message.arguments or {})
+        if found is not None:
+            field, value = found
+            raise ToolError(
+                f"VALIDATION_ERROR: {field}={shorten(repr(value))}: must not contain NUL "
+                "characters (\\x00)",
+                log_level=logging.INFO,
+            )
         try:
             return await call_next(context)
         except NotFoundError:

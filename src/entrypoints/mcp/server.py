@@ -137,11 +137,16 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
             "uptime_seconds": 0.0,
         }
         if state is not None:
-            database = await state.workspaces.database_status(timeout_s=2.0)
+            try:
+                database = await state.workspaces.database_status(timeout_s=2.0)
+                embedder = await state.workspaces.embedder_status()
+            except Exception:  # a probe must answer, whatever fails underneath
+                log.warning("health probe failed", exc_info=True)
+                database, embedder = "unavailable", "unknown"
             body.update(
                 status="ok" if database in ("ok", "memory") else "degraded",
                 database=database,
-                embedder=await state.workspaces.embedder_status(),
+                embedder=embedder,
                 uptime_seconds=round(time.monotonic() - state.started, 1),
             )
         return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)

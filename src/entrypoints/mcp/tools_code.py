@@ -99,7 +99,8 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             bool,
             Field(
                 description="Re-chunk every file (needed after changing the embedding model); "
-                "cached vectors are kept."
+                "cached vectors are kept.",
+                strict=True,
             ),
         ] = False,
         response_format: Format = "json",
@@ -182,13 +183,14 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             ),
         ] = "hybrid",
         limit: Annotated[
-            int, Field(description="Results to return.", ge=1, le=MAX_SEARCH_LIMIT)
+            int, Field(description="Results to return.", ge=1, le=MAX_SEARCH_LIMIT, strict=True)
         ] = DEFAULT_SEARCH_LIMIT,
         refresh: Annotated[
             bool,
             Field(
                 description="First bring the searched repositories up to date (incremental, "
-                "cheap when nothing changed), so no result is stale."
+                "cheap when nothing changed), so no result is stale.",
+                strict=True,
             ),
         ] = False,
         response_format: Format = "json",

@@ -12,7 +12,7 @@ from pydantic import AliasChoices, Field
 
 from codebase_core.errors import ValidationFailed
 from codebase_core.models import DEFAULT_JOB_PAGE, MAX_JOB_PAGE, check_project_id
-from codebase_core.services.jobs.service import MAX_OFFSET
+from codebase_core.models.base import MAX_OFFSET
 from entrypoints.facade import resolve_repo_path
 from entrypoints.mcp.errors import coded
 from entrypoints.mcp.state import state_of
@@ -48,7 +48,7 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         ctx: Context,
         project_id: ProjectId = None,
         force_reindex: Annotated[
-            bool, Field(description="Re-chunk every file (cached vectors are kept).")
+            bool, Field(description="Re-chunk every file (cached vectors are kept).", strict=True)
         ] = False,
     ) -> dict[str, Any]:
         """Start indexing a repository in the background and return at once.
@@ -96,9 +96,11 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
             JobStatusName | None, Field(description="Only jobs with this status.")
         ] = None,
         limit: Annotated[
-            int, Field(description="Jobs per page.", ge=1, le=MAX_JOB_PAGE)
+            int, Field(description="Jobs per page.", ge=1, le=MAX_JOB_PAGE, strict=True)
         ] = DEFAULT_JOB_PAGE,
-        offset: Annotated[int, Field(description="Jobs to skip.", ge=0, le=MAX_OFFSET)] = 0,
+        offset: Annotated[
+            int, Field(description="Jobs to skip.", ge=0, le=MAX_OFFSET, strict=True)
+        ] = 0,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
         """Background jobs of a project, newest first: jobs (job_id, repo_path, repo_name,

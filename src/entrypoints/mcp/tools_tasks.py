@@ -22,6 +22,7 @@ from codebase_core.models import (
     Task,
     TaskSummary,
 )
+from codebase_core.models.base import MAX_OFFSET
 from codebase_core.services.tasks import MAX_LIST_LIMIT
 from entrypoints.mcp.errors import coded
 from entrypoints.mcp.state import state_of
@@ -160,13 +161,19 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         branch: Annotated[
             str | None, Field(description="Only tasks linked to this branch.")
         ] = None,
-        limit: Annotated[int, Field(description="Tasks per page.", ge=1, le=MAX_LIST_LIMIT)] = 50,
-        offset: Annotated[int, Field(description="Tasks to skip (paging).", ge=0)] = 0,
+        limit: Annotated[
+            int, Field(description="Tasks per page.", ge=1, le=MAX_LIST_LIMIT, strict=True)
+        ] = 50,
+        offset: Annotated[
+            int,
+            Field(description="Tasks to skip (paging).", ge=0, le=MAX_OFFSET, strict=True),
+        ] = 0,
         full_details: Annotated[
             bool,
             Field(
                 description="Full tasks instead of summaries (id, title, status, created_at, "
-                "updated_at)."
+                "updated_at).",
+                strict=True,
             ),
         ] = False,
         project_id: ProjectId = None,

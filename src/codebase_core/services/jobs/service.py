@@ -15,9 +15,9 @@ from codebase_core.models import (
     new_job_id,
     utcnow,
 )
+from codebase_core.models.base import MAX_OFFSET
 from codebase_core.ports import JobQueue
 
-MAX_OFFSET = 1_000_000
 ESTIMATE_FROM = 20
 """Completed jobs of a project looked at for a repository's last duration."""
 

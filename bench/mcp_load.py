@@ -1,0 +1,279 @@
+"""Search under load: many MCP clients over streamable HTTP against one server.
+
+``codebase-mcp serve --transport http`` runs in its own process on an embedded Postgres (in a
+temporary directory) with the --embedder, over an index of --repo. Clients speak JSON-RPC
+with httpx (one session each, initialised before timing: a client's own cost stays small
+beside the server's). First one client alone makes --single searches in a row; then
+--clients clients make --searches searches each, all at once. Reported: searches per second
+over the whole burst, and p50/p95/max of a call's latency; errors by code; the slowest
+/health answer during the burst.
+
+    python -m bench.mcp_load [--clients 100] [--searches 5] [--embedder hash] [--repo PATH]
+        [--out bench/results/mcp_load.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from adapters.postgres.embedded import start_embedded, stop_embedded
+from bench.retrieval import emit
+
+CLI = str(Path(sys.executable).with_name("codebase-mcp"))
+QUERIES = Path(__file__).with_name("own_eval_queries.json")
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _payload(response: httpx.Response) -> Any:
+    """The JSON-RPC message of a response, sent as JSON or as one SSE event."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                return json.loads(line[5:])
+        raise RuntimeError(f"no data in the event stream: {response.text[:200]}")
+    return response.json()
+
+
+class Session:
+    """One MCP client session over streamable HTTP."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.headers = dict(HEADERS)
+        self.next_id = 0
+
+    async def open(self) -> None:
+        r = await self.http.post(
+            self.url,
+            headers=self.headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        )
+        r.raise_for_status()
+        sid = r.headers.get("mcp-session-id")
+        if sid:
+            self.headers["mcp-session-id"] = sid
+        await self.http.post(
+            self.url,
+            headers=self.headers,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        )
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        r = await self.http.post(
+            self.url,
+            headers=self.headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            },
+        )
+        r.raise_for_status()
+        result: dict[str, Any] = _payload(r)["result"]
+        return result
+
+
+def _code(result: dict[str, Any]) -> str | None:
+    if not result.get("isError"):
+        return None
+    text: str = result["content"][0]["text"]
+    return text.split(":", 1)[0]
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 1),
+        "p95_ms": round(p95 * 1000, 1),
+        "max_ms": round(ordered[-1] * 1000, 1),
+    }
+
+
+async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=60) as http:
+        session = Session(http, url)
+        await session.open()
+        for q in queries[:5]:  # warm up
+            await session.call("search_code", {"query": q})
+        samples = []
+        for i in range(n):
+            started = time.perf_counter()
+            result = await session.call("search_code", {"query": queries[i % len(queries)]})
+            samples.append(time.perf_counter() - started)
+            if _code(result) is not None:
+                raise RuntimeError(result)
+    return {"searches": n, **_stats(samples)}
+
+
+async def burst(
+    url: str, health: str, queries: list[str], clients: int, searches: int
+) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+        sessions = [Session(http, url) for _ in range(clients)]
+        await asyncio.gather(*(s.open() for s in sessions))
+        start = asyncio.Event()
+        samples: list[float] = []
+        codes: Counter[str] = Counter()
+        health_s: list[float] = []
+
+        async def client(k: int, session: Session) -> None:
+            await start.wait()
+            for i in range(searches):
+                query = queries[(k * searches + i) % len(queries)]
+                began = time.perf_counter()
+                try:
+                    result = await session.call("search_code", {"query": query})
+                    codes[_code(result) or "ok"] += 1
+                except httpx.HTTPError as e:
+                    codes[f"http:{type(e).__name__}"] += 1
+                samples.append(time.perf_counter() - began)
+
+        async def probe() -> None:
+            await start.wait()
+            while not done.is_set():
+                began = time.perf_counter()
+                r = await http.get(health)
+                health_s.append(time.perf_counter() - began)
+                codes[f"health:{r.status_code}"] += 1
+                await asyncio.sleep(0.05)
+
+        done = asyncio.Event()
+        tasks = [asyncio.create_task(client(k, s)) for k, s in enumerate(sessions)]
+        prober = asyncio.create_task(probe())
+        began = time.perf_counter()
+        start.set()
+        await asyncio.gather(*tasks)
+        wall = time.perf_counter() - began
+        done.set()
+        await prober
+    return {
+        "clients": clients,
+        "searches_each": searches,
+        "wall_s": round(wall, 2),
+        "searches_per_s": round(clients * searches / wall, 1),
+        **_stats(samples),
+        "outcomes": dict(codes),
+        "health_max_ms": round(max(health_s) * 1000, 1) if health_s else None,
+    }
+
+
+def _index(env: dict[str, str], repo: Path) -> int:
+    """Index ``repo`` with the CLI; how many chunks it holds."""
+    subprocess.run([CLI, "index", str(repo), "-q"], env=env, check=True)
+    listed = subprocess.run(
+        [CLI, "repos", "--json"], env=env, check=True, capture_output=True, text=True
+    )
+    [found] = json.loads(listed.stdout)["repositories"]
+    chunks: int = found["chunk_count"]
+    return chunks
+
+
+def _spawn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [CLI, "serve", "--transport", "http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="codebase-mcp-load-"))
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        db = await start_embedded(tmp / "pg")
+        env = {
+            **os.environ,
+            "DATABASE_URL": db,
+            "CODEBASE_MCP_DATA_DIR": str(tmp / "data"),
+            "CODEBASE_MCP_EMBEDDER": args.embedder,
+            "CODEBASE_MCP_PROJECT": "load",
+        }
+        chunks = await asyncio.to_thread(_index, env, args.repo)
+        port = _free_port()
+        server = _spawn(env, port)
+        base = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(timeout=10) as http:
+            for _ in range(300):
+                try:
+                    if (await http.get(f"{base}/health")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.2)
+        queries = [q["query"] for q in json.loads(QUERIES.read_text())]
+        return {
+            "embedder": args.embedder,
+            "repo": str(args.repo),
+            "chunks": chunks,
+            "cpus": os.cpu_count(),
+            "single_client": await single(f"{base}/mcp", queries, args.single),
+            "burst": await burst(
+                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches
+            ),
+        }
+    finally:
+        if server is not None:
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
+        stop_embedded(tmp / "pg")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _default_repo() -> Path:
+    import rich
+
+    return Path(rich.__file__).parent
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=100)
+    p.add_argument("--searches", type=int, default=5)
+    p.add_argument("--single", type=int, default=200)
+    p.add_argument("--embedder", default="hash")
+    p.add_argument("--repo", type=Path, default=_default_repo())
+    p.add_argument("--out", type=Path, default=Path("bench/results/mcp_load.json"))
+    args = p.parse_args()
+    emit(asyncio.run(main_async(args)), args.out)
+
+
+if __name__ == "__main__":
+    main()
