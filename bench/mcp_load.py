@@ -238,7 +238,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 except httpx.HTTPError:
                     pass
                 await asyncio.sleep(0.2)
-        queries = [q["query"] for q in json.loads(QUERIES.read_text())]
+        spec = json.loads(QUERIES.read_text())
+        queries = [q["query"] for q in spec["queries"] if q["corpus"] == "rich"]
         return {
             "embedder": args.embedder,
             "repo": str(args.repo),

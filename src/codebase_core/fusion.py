@@ -69,7 +69,7 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
 def rescaled(ranked: Sequence[ScoredChunk]) -> list[ScoredChunk]:
     """Scores min-max rescaled over the list (best 1, worst 0), order kept."""
     scores = _minmax({sc.chunk.id: sc.score for sc in ranked})
-    return [ScoredChunk(chunk=sc.chunk, score=scores[sc.chunk.id]) for sc in ranked]
+    return [ScoredChunk.of(sc.chunk, scores[sc.chunk.id]) for sc in ranked]
 
 
 def fuse(
@@ -108,4 +108,4 @@ def fuse(
             for cid in chunks
         }
     ordered = sorted(chunks, key=lambda cid: (-fused[cid], *_key(chunks[cid])))
-    return [ScoredChunk(chunk=chunks[cid], score=min(1.0, max(0.0, fused[cid]))) for cid in ordered]
+    return [ScoredChunk.of(chunks[cid], min(1.0, max(0.0, fused[cid]))) for cid in ordered]

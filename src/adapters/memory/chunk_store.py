@@ -328,4 +328,4 @@ def _unit(vector: Sequence[float] | Matrix) -> Matrix:
 
 def _top(scored: list[tuple[Chunk, float]], limit: int) -> list[ScoredChunk]:
     scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-    return [ScoredChunk(chunk=c, score=s) for c, s in scored[:limit]]
+    return [ScoredChunk.of(c, s) for c, s in scored[:limit]]

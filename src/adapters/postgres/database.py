@@ -112,7 +112,8 @@ class PgDatabase:
         """The server or a connection went away: drop the pool (its other connections are
         as dead), so that the next use opens a new one, starting the embedded server again
         if that is what died. Statements that merely failed keep the pool."""
-        if not isinstance(exc, LOST_CONNECTION):
+        # TimeoutError is an OSError, but a wait for a busy pool's connection is no loss.
+        if not isinstance(exc, LOST_CONNECTION) or isinstance(exc, TimeoutError):
             return
         pool, self._pool = self._pool, None
         if pool is not None:

@@ -172,7 +172,7 @@ def diversify(scored: Sequence[ScoredChunk], decay: float, free: int = 1) -> lis
     """Best first; a file's n-th chunk (from 0) scaled by ``decay**(n - free + 1)`` once
     ``n >= free``, then sorted again."""
     items = _diversified([(s.score, s.chunk) for s in scored], decay, free)
-    return [ScoredChunk(chunk=c, score=score) for score, c in items]
+    return [ScoredChunk.of(c, score) for score, c in items]
 
 
 def rerank(
@@ -223,6 +223,6 @@ def rerank(
         for cid, c in chunks.items()
     ]
     return [
-        ScoredChunk(chunk=c, score=min(1.0, max(0.0, score)))
+        ScoredChunk.of(c, min(1.0, max(0.0, score)))
         for score, c in _diversified(scored, config.file_decay, config.file_free_chunks)
     ]

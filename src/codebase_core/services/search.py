@@ -279,10 +279,7 @@ class SearchService:
                 raw, total = await self._vectors(query, embedder, depth)
             extra, extra_total = await self._lexical_only_hits(query, mode, depth, scope)
         return _Dense(
-            hits=[
-                ScoredChunk(chunk=s.chunk, score=min(1.0, max(0.0, (1.0 + s.score) / 2.0)))
-                for s in raw
-            ],
+            hits=[ScoredChunk.of(s.chunk, min(1.0, max(0.0, (1.0 + s.score) / 2.0))) for s in raw],
             total=total,
             lexical_only=scope.lexical_only,
             extra=extra,

@@ -57,7 +57,7 @@ def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk
     bound = float(rows[0]["bound"])
     scored = [(chunk_of(r), lexical.normalised(float(r["raw"]), bound)) for r in rows]
     scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-    return [ScoredChunk(chunk=c, score=sc) for c, sc in scored[:limit]], total
+    return [ScoredChunk.of(c, sc) for c, sc in scored[:limit]], total
 
 
 def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:

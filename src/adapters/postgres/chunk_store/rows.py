@@ -52,8 +52,9 @@ def term_key(term: str) -> int:
 
 
 def chunk_of(row: asyncpg.Record) -> Chunk:
-    """The chunk of a row selected with ``SELECT_CHUNK``."""
-    return Chunk(
+    """The chunk of a row selected with ``SELECT_CHUNK`` (not validated again: it was when
+    written, and a search reads hundreds)."""
+    return Chunk.model_construct(
         id=row["id"],
         repository_id=row["repo_id"],
         file_path=row["file_path"],

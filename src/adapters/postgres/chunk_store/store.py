@@ -243,7 +243,7 @@ class PgChunkStore:
         query = np.asarray(vector, dtype=np.float32)
         async with self._session() as db:
             rows, total = await self._vectors.search(db, query, filters, limit)
-        return [ScoredChunk(chunk=chunk_of(r), score=float(r["score"])) for r in rows], total
+        return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows], total
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
