@@ -1,0 +1,364 @@
+"""Record each benchmark query's retrievals once, then score many search configurations fast.
+
+``record`` indexes a benchmark with the product's pipeline (memory store) and keeps, per query,
+the query vector, the semantic and lexical candidate lists at the deepest depth any
+configuration asks for, and the definitions lookup. ``score`` answers every search of a
+configuration from those lists through the real ``SearchService`` (same fusion, ranking and
+collapsing), so a configuration costs only its own ranking; the figures equal those of
+``bench.repo_search``, ``bench.cosqa_eval`` and ``bench.own_eval`` for the same configuration.
+Not for lexical-analyser or chunking changes: the lists hold the recorded index's terms. Query
+vectors are embedded once; corpus vectors are cached under ``bench/.cache``.
+
+    python -m bench.replay record --bench repo|cosqa|own [--embedder onnx] [--out DIR]
+    python -m bench.replay score [--dir DIR] [--variants JSON] [--modes hybrid,lexical,semantic]
+        [--repos a,b] [--no-cosqa] [--no-own] [--cosqa-only] [--by-repo] [--dump FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import pickle
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import repo_search
+from bench.retrieval import metrics, rank_of, ranking_variants
+from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SearchQuery
+from codebase_core.ranking import RankingConfig
+from codebase_core.services import SearchService
+from entrypoints.facade import open_codebase
+from entrypoints.settings import Settings
+
+DEPTH = 200
+
+
+class _Recorder:
+    """A store proxy that records the searches made through it."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
+        self.lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
+        self.defs: dict[tuple[tuple[str, ...], SearchFilters], list[Chunk]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        key = (tuple(vector), filters)
+        if key not in self.vector:
+            self.vector[key] = await self._store.vector_search(vector, filters, DEPTH)
+        hits, total = self.vector[key]
+        return hits[:limit], total
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        key = (tuple(terms), filters)
+        if key not in self.lexical:
+            self.lexical[key] = await self._store.lexical_search(terms, filters, DEPTH)
+        hits, total = self.lexical[key]
+        return hits[:limit], total
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        key = (tuple(names), filters)
+        if key not in self.defs:
+            self.defs[key] = await self._store.definitions(names, filters, limit)
+        return self.defs[key][:limit]
+
+
+class _Replay(_Recorder):
+    """Answers from recorded lists only."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(None)
+        self.vector, self.lexical, self.defs = data["vector"], data["lexical"], data["defs"]
+        self._repos: list[Repository] = data["repos"]
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+    async def list_repositories(self) -> list[Repository]:
+        return self._repos
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        return next(r for r in self._repos if r.id == repository_id)
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        return {}
+
+
+class _Vectors:
+    def __init__(self, model: str, dimension: int, vectors: dict[str, list[float]]) -> None:
+        self.model, self.dimension, self._v = model, dimension, vectors
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self._v[text]
+
+    async def embed_documents(self, texts: Sequence[str]) -> Any:
+        raise NotImplementedError
+
+
+async def _record_one(
+    settings: Settings, root: Path, queries: list[tuple[str, str | None]], cache: Path
+) -> dict[str, Any]:
+    """Index ``root`` and record every query (text, repository to filter by or None)."""
+    async with open_codebase(settings) as cb:
+        await repo_search._seed_vectors(cb, cache)
+        await cb.index(root)
+        (repo,) = await cb.repositories()
+        if repo.embedding_model:
+            await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
+        service = await cb.search_service()
+        rec = _Recorder(cb.store)
+        service._store = rec  # type: ignore[assignment]
+        vectors: dict[str, list[float]] = {}
+        emb = await service._embedder.get()
+        embedded = service.with_ranking(RankingConfig(embedded_factor=1.0))
+        for text, _ in queries:
+            for mode in ("hybrid", "lexical", "semantic"):
+                await service.search(SearchQuery.build(text, mode=mode, limit=10))
+            await embedded.search(SearchQuery.build(text, mode="lexical", limit=10))
+            if emb is not None:
+                vectors[text] = await emb.embed_query(text)
+        return {
+            "vector": rec.vector,
+            "lexical": rec.lexical,
+            "defs": rec.defs,
+            "repos": await cb.store.list_repositories(),
+            "model": emb.model if emb else None,
+            "dimension": emb.dimension if emb else 0,
+            "vectors": vectors,
+            "chunks": await cb.store.chunks(repo.id),
+        }
+
+
+async def record(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+    settings = Settings(store="memory", embedder=args.embedder)
+    if args.bench == "repo":
+        bench = repo_search.DEFAULT_BENCH
+        specs = json.loads((bench / "repos.json").read_text())
+        for spec in specs:
+            if args.repos and spec["name"] not in args.repos.split(","):
+                continue
+            root = bench / "repos" / spec["name"]
+            if spec.get("benchmark_root"):
+                root = root / spec["benchmark_root"]
+            qs = json.loads((bench / "annotations" / f"{spec['name']}.json").read_text())
+            cache = repo_search.CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
+            data = await _record_one(settings, root, [(q["query"], None) for q in qs], cache)
+            data["queries"] = qs
+            data["language"] = spec["language"]
+            (out / f"repo_{spec['name']}.pkl").write_bytes(pickle.dumps(data))
+            print("recorded", spec["name"], flush=True)
+    elif args.bench == "cosqa":
+        from bench.cosqa_eval import DEFAULT_DATA, write_corpus
+
+        with tempfile.TemporaryDirectory(prefix="cosqa-") as tmp:
+            root = Path(tmp) / "cosqa"
+            queries, _ = write_corpus(DEFAULT_DATA, root)
+            cache = repo_search.CACHE / f"replay_{args.embedder}_cosqa.npz"
+            data = await _record_one(settings, root, [(t, None) for t, _ in queries], cache)
+            data["queries"] = [(t, g.path, g.start, g.end) for t, g in queries]
+            (out / "cosqa.pkl").write_bytes(pickle.dumps(data))
+    else:
+        await record_own(settings, out)
+
+
+async def record_own(settings: Settings, out: Path) -> None:
+    import importlib
+    import shutil
+
+    from bench.own_eval import QUERIES
+
+    spec = json.loads(QUERIES.read_text())
+    with tempfile.TemporaryDirectory(prefix="own-eval-") as tmp:
+        async with open_codebase(settings) as cb:
+            repo_ids: dict[str, str] = {}
+            for name, c in spec["corpora"].items():
+                pkg_dir = Path(importlib.import_module(c["package"]).__file__ or "").parent
+                root = Path(tmp) / name
+                shutil.copytree(pkg_dir, root, ignore=shutil.ignore_patterns("__pycache__"))
+                cache = repo_search.CACHE / f"replay_{settings.embedder}_own_{name}.npz"
+                await repo_search._seed_vectors(cb, cache)
+                repo_ids[name] = (await cb.index(root)).repository_id
+                repo = await cb.repository(repo_ids[name])
+                if repo.embedding_model:
+                    await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
+            service = await cb.search_service()
+            rec = _Recorder(cb.store)
+            service._store = rec  # type: ignore[assignment]
+            emb = await service._embedder.get()
+            vectors: dict[str, list[float]] = {}
+            for q in spec["queries"]:
+                for mode in ("hybrid", "lexical", "semantic"):
+                    await service.search(
+                        SearchQuery.build(
+                            q["query"], mode=mode, limit=10, repository_id=repo_ids[q["corpus"]]
+                        )
+                    )
+                await service.with_ranking(RankingConfig(embedded_factor=1.0)).search(
+                    SearchQuery.build(
+                        q["query"], mode="lexical", limit=10, repository_id=repo_ids[q["corpus"]]
+                    )
+                )
+                if emb is not None:
+                    vectors[q["query"]] = await emb.embed_query(q["query"])
+            data = {
+                "vector": rec.vector,
+                "lexical": rec.lexical,
+                "defs": rec.defs,
+                "repos": await cb.store.list_repositories(),
+                "model": emb.model if emb else None,
+                "dimension": emb.dimension if emb else 0,
+                "vectors": vectors,
+                "queries": spec["queries"],
+                "repo_ids": repo_ids,
+            }
+    (out / "own.pkl").write_bytes(pickle.dumps(data))
+
+
+async def _service(data: dict[str, Any]) -> SearchService:
+    emb = _Vectors(data["model"], data["dimension"], data["vectors"]) if data["model"] else None
+    return SearchService(_Replay(data), emb)
+
+
+async def score_repo(data: dict[str, Any], variant: Any, mode: str) -> list[dict[str, Any]]:
+    svc = (await _service(data)).with_ranking(variant.ranking)
+    fusion = svc.fusion.model_copy(update=variant.fusion) if variant.fusion else None
+    svc = svc.with_ranking(variant.ranking, fusion)
+    rows = []
+    for q in data["queries"]:
+        targets = list(q.get("relevant", [])) + list(q.get("secondary", []))
+        key = "_nrel_" + q["query"]
+        if key not in data:
+            data[key] = repo_search.covered_targets(data["chunks"], targets)
+        result = await svc.search(SearchQuery.build(q["query"], mode=mode, limit=10))
+        rows.append(
+            {
+                "category": repo_search.category(q),
+                "ndcg": repo_search.ndcg_at_10(result.hits, targets, data[key]),
+                "query": q["query"],
+            }
+        )
+    return rows
+
+
+async def score(args: argparse.Namespace) -> dict[str, Any]:
+    d = Path(args.dir)
+    variants = ranking_variants(args.variants)
+    out: dict[str, Any] = {}
+    repo_files = sorted(await asyncio.to_thread(lambda: list(d.glob("repo_*.pkl"))))
+    if args.repos:
+        repo_files = [f for f in repo_files if f.stem[5:] in args.repos.split(",")]
+    datas = {f.stem[5:]: pickle.loads(f.read_bytes()) for f in repo_files}
+    if args.cosqa_only:
+        datas = {}
+    cosqa_data: list[dict[str, Any]] = []
+    own_data: list[dict[str, Any]] = []
+    for mode in args.modes.split(","):
+        for name, v in variants.items():
+            per_repo: dict[str, Any] = {}
+            if datas:
+                for repo, data in datas.items():
+                    per_repo[repo] = await score_repo(data, v, mode)
+                langs = {r: data["language"] for r, data in datas.items()}
+                s = repo_search.summarise(
+                    {r: {"x": [{**x, "ms": 0.0} for x in rows]} for r, rows in per_repo.items()},
+                    langs,
+                    "x",
+                )
+                entry: dict[str, Any] = {"ndcg@10": s["ndcg@10"], "cat": s["by_category"]}
+                if args.by_repo:
+                    entry["repo"] = s["by_repository"]
+                if args.dump:
+                    entry["rows"] = per_repo
+            else:
+                entry = {}
+            cosqa = d / "cosqa.pkl"
+            if cosqa.exists() and not args.no_cosqa:
+                if not cosqa_data:
+                    cosqa_data.append(pickle.loads(cosqa.read_bytes()))
+                data = cosqa_data[0]
+                svc = (await _service(data)).with_ranking(v.ranking)
+                fusion = svc.fusion.model_copy(update=v.fusion) if v.fusion else None
+                svc = svc.with_ranking(v.ranking, fusion)
+                ranks: list[int | None] = []
+                for text, path, start, end in data["queries"]:
+                    r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
+                    ranks.append(rank_of(list(r.hits), path, start, end))
+                entry["cosqa_mrr"] = metrics(ranks)["mrr@10"]
+                if args.dump:
+                    entry["cosqa_ranks"] = ranks
+            own = d / "own.pkl"
+            if own.exists() and not args.no_own:
+                if not own_data:
+                    own_data.append(pickle.loads(own.read_bytes()))
+                data = own_data[0]
+                svc = (await _service(data)).with_ranking(v.ranking)
+                fusion = svc.fusion.model_copy(update=v.fusion) if v.fusion else None
+                svc = svc.with_ranking(v.ranking, fusion)
+                ranks = []
+                for q in data["queries"]:
+                    r = await svc.search(
+                        SearchQuery.build(
+                            q["query"],
+                            mode=mode,
+                            limit=10,
+                            repository_id=data["repo_ids"][q["corpus"]],
+                        )
+                    )
+                    ranks.append(rank_of(list(r.hits), q["path"], q["start_line"], q["end_line"]))
+                entry["own_mrr"] = metrics(ranks)["mrr@10"]
+                if args.dump:
+                    entry["own_ranks"] = ranks
+            out[f"{mode}/{name}"] = entry
+            print(
+                f"{mode}/{name}: {json.dumps({k: entry[k] for k in entry if k not in ('rows', 'cosqa_ranks')})}",
+                flush=True,
+            )
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("--bench", choices=["repo", "cosqa", "own"], required=True)
+    r.add_argument("--embedder", default="onnx")
+    r.add_argument("--repos", default=None)
+    r.add_argument("--out", default="/tmp/exp19/rec")
+    s = sub.add_parser("score")
+    s.add_argument("--dir", default="/tmp/exp19/rec")
+    s.add_argument("--variants", default=None)
+    s.add_argument("--modes", default="hybrid")
+    s.add_argument("--repos", default=None)
+    s.add_argument("--no-cosqa", action="store_true")
+    s.add_argument("--no-own", action="store_true")
+    s.add_argument("--cosqa-only", action="store_true")
+    s.add_argument("--by-repo", action="store_true")
+    s.add_argument("--dump", default=None)
+    s.add_argument("--out", default=None)
+    args = p.parse_args()
+    if args.cmd == "record":
+        asyncio.run(record(args))
+    else:
+        res = asyncio.run(score(args))
+        if args.dump:
+            Path(args.dump).write_bytes(pickle.dumps(res))
+        if args.out:
+            Path(args.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
