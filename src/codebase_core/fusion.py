@@ -10,7 +10,9 @@ Two methods, both weighted and both producing a score in [0, 1]:
   from a list contributes that list's lowest retrieved score (it ranked below all of them).
   With ``normalisation="minmax"`` each list's scores are first rescaled to [0, 1] over the
   candidates retrieved (best 1, worst 0), so the weights act on equal spreads, and a chunk
-  missing from a list contributes 0.
+  missing from a list contributes 0. The semantic list is divided by at least
+  ``semantic_min_spread``: when its candidates' cosines crowd into a narrow band (the model
+  sees no clear answer), its best scores below 1 and the lexical list decides more.
 
 Ties are broken by file path, then start line, so fusion is deterministic.
 """
@@ -41,6 +43,10 @@ class FusionConfig(BaseModel):
     rrf_k: int = Field(default=defaults.FUSION_RRF_K, ge=1)
     # linear only: "none" combines the scores as they are, "minmax" rescales each list first.
     normalisation: FusionNormalisation = defaults.FUSION_NORMALISATION
+    # minmax only: the least spread the semantic scores are divided by, so a list whose
+    # candidates score nearly alike (the model is unsure) is not stretched to [0, 1] and
+    # weighs less against the lexical list. In the semantic score's units, ``(1 + cos) / 2``.
+    semantic_min_spread: float = Field(default=defaults.FUSION_SEMANTIC_MIN_SPREAD, ge=0.0)
     # How many candidates each list contributes: a multiple of the requested limit, within
     # bounds (the ceiling bounds the cost of a large limit).
     candidate_multiplier: int = Field(default=defaults.SEARCH_CANDIDATE_MULTIPLIER, ge=1)
@@ -56,14 +62,17 @@ def _key(chunk: Chunk) -> tuple[str, int]:
     return (chunk.file_path, chunk.start_line)
 
 
-def _minmax(scores: dict[str, float]) -> dict[str, float]:
-    """Scores rescaled to [0, 1]; a list whose scores are all equal gets 1 everywhere."""
+def _minmax(scores: dict[str, float], min_spread: float = 0.0) -> dict[str, float]:
+    """Scores rescaled to [0, 1]; a list whose scores are all equal gets 1 everywhere. The
+    scores are divided by at least ``min_spread`` (the best then scores ``spread /
+    min_spread`` when the spread is smaller)."""
     if not scores:
         return scores
     low, high = min(scores.values()), max(scores.values())
     if high <= low:
         return dict.fromkeys(scores, 1.0)
-    return {cid: (v - low) / (high - low) for cid, v in scores.items()}
+    spread = max(high - low, min_spread)
+    return {cid: (v - low) / spread for cid, v in scores.items()}
 
 
 def rescaled(ranked: Sequence[ScoredChunk]) -> list[ScoredChunk]:
@@ -96,7 +105,7 @@ def fuse(
         sem = {sc.chunk.id: sc.score for sc in semantic}
         lex = {sc.chunk.id: sc.score for sc in lexical}
         if config.normalisation == "minmax":
-            sem, lex = _minmax(sem), _minmax(lex)
+            sem, lex = _minmax(sem, config.semantic_min_spread), _minmax(lex)
             sem_floor = lex_floor = 0.0
         else:
             sem_floor = min(sem.values(), default=0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -106,3 +107,31 @@ def test_candidate_depth_is_bounded() -> None:
     cfg = FusionConfig()
     assert (cfg.depth(1), cfg.depth(10), cfg.depth(50)) == (50, 100, 200)
     assert FusionConfig(max_candidates=20).depth(30) == 30  # never fewer than the limit
+
+
+def test_a_flat_semantic_list_weighs_less_than_a_spread_one() -> None:
+    # Semantic scores within 0.02 of each other: the model is unsure, so its first does not
+    # reach 1 and a clear lexical first wins; spread over more than the floor, it reaches 1.
+    flat = _ranked([1, 2], [0.71, 0.69])
+    lex = _ranked([2, 1], [0.9, 0.1])
+    config = FusionConfig(semantic_weight=1.0, lexical_weight=0.5, semantic_min_spread=0.1)
+    fused = fuse(flat, lex, config)
+    assert [s.chunk.id for s in fused] == ["c2", "c1"]
+    assert fused[1].score == pytest.approx((0.2 + 0.0) / 1.5)
+    spread = _ranked([1, 2], [0.9, 0.6])
+    assert [s.chunk.id for s in fuse(spread, lex, config)] == ["c1", "c2"]
+    no_floor = config.model_copy(update={"semantic_min_spread": 0.0})
+    assert [s.chunk.id for s in fuse(flat, lex, no_floor)] == ["c1", "c2"]
+
+
+@given(lists, lists, st.floats(0.0, 1.0))
+def test_a_spread_floor_keeps_scores_in_range_and_each_list_in_order(
+    a: list[int], b: list[int], floor: float
+) -> None:
+    sem = _ranked(a, sorted((1 - i / 40 for i in range(len(a))), reverse=True))
+    config = FusionConfig(semantic_min_spread=floor, lexical_weight=0.0)
+    fused = fuse(sem, _ranked(b, [0.5] * len(b)), config)
+    assert all(0.0 <= s.score <= 1.0 for s in fused)
+    # With no lexical weight the semantic candidates keep their order.
+    ids = {s.chunk.id for s in sem}
+    assert [s.chunk.id for s in fused if s.chunk.id in ids] == [s.chunk.id for s in sem]

@@ -13,7 +13,13 @@ from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
 from codebase_core.ranking import QueryKind, RankingConfig, analyse_query, rerank
 from codebase_core.ranking.definitions import defines
 from codebase_core.ranking.paths import FileRole, file_role, stem_names
-from codebase_core.ranking.rerank import ceiling, diversify
+from codebase_core.ranking.rerank import (
+    ceiling,
+    diversify,
+    named_after_query,
+    query_word_forms,
+    stem_boost_share,
+)
 
 
 def chunk(
@@ -315,3 +321,50 @@ def test_trivial_chunks(content: str, trivial: bool) -> None:
     from codebase_core.ranking.rerank import is_trivial
 
     assert is_trivial(content) is trivial
+
+
+# --- a file named after a word of the question ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "path", "named"),
+    [
+        ("how the Functor type class defines mapping", "core/cats/Functor.scala", True),
+        ("JSON parser and tokenizer", "detail/input/parser.hpp", True),
+        ("how from_json populates a custom type", "conversions/from_json.hpp", True),
+        ("how expressions are composed", "core/Expression.kt", True),
+        ("how validators are plugged in", "binding/validator.go", True),
+        ("how Observable represents events", "ObservableType.swift", False),
+        ("how the router is created", "src/routing.py", True),
+        ("how the router is created", "src/route_table.py", False),
+        ("how the router is created", "src/the.py", False),
+    ],
+)
+def test_a_file_named_after_a_query_word(query: str, path: str, named: bool) -> None:
+    assert named_after_query(query_word_forms(analyse_query(query)), path) is named
+
+
+def test_the_stem_boost_counts_in_part_for_a_long_question() -> None:
+    short = analyse_query("how the router is created")
+    long = analyse_query(
+        "walk up from the given paths looking for config files and note the ignored"
+    )
+    assert stem_boost_share(short, 4) == 1.0
+    assert 0.0 < stem_boost_share(long, 4) < 1.0
+    assert stem_boost_share(long, 0) == 1.0
+
+
+def test_a_file_named_after_the_topic_ranks_first() -> None:
+    other = ScoredChunk(chunk=chunk("src/app.py", "def make_router():\n    ..."), score=1.0)
+    named = ScoredChunk(chunk=chunk("src/router.py", "class Router:\n    ..."), score=0.8)
+    query = analyse_query("how a router is created")
+    config = RankingConfig(path_boost=0.0, coherence_boost=0.0)
+    assert rerank([other, named], query, config)[0].chunk == named.chunk
+    off = config.model_copy(update={"stem_boost": 0.0})
+    assert rerank([other, named], query, off)[0].chunk == other.chunk
+    # A name asked for alone is the definitions' business, not the file name's: the boost
+    # adds nothing to a symbol query.
+    symbol = analyse_query("make_router")
+    on_ids = [s.chunk.id for s in rerank([other, named], symbol, config)]
+    assert on_ids == [s.chunk.id for s in rerank([other, named], symbol, off)]
+    assert on_ids[0] == other.chunk.id

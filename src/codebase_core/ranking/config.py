@@ -28,6 +28,12 @@ class RankingConfig(BaseModel):
     definition_lookup: bool = True
     # Added, times the share of query words found in the file's name or folder.
     path_boost: float = Field(default=defaults.RANK_PATH_BOOST, ge=0.0)
+    # Added when the file's whole name is one of the words of a question in words
+    # (``Functor.scala`` for "how the Functor type class ...", ``parser.hpp`` for "JSON parser
+    # and tokenizer"); fully for a question of at most ``stem_boost_words`` words (of three
+    # letters or more), ``stem_boost_words / words`` of it for a longer one (0: always fully).
+    stem_boost: float = Field(default=defaults.RANK_STEM_BOOST, ge=0.0)
+    stem_boost_words: int = Field(default=defaults.RANK_STEM_BOOST_WORDS, ge=0)
     # Added to a file's best chunk, times its file's summed candidate score over the best file's.
     coherence_boost: float = Field(default=defaults.RANK_COHERENCE_BOOST, ge=0.0)
     # Multipliers for files that are not the source a code question wants (see ranking.paths).

@@ -50,6 +50,8 @@ class QueryProfile:
     """The query's lexical terms (``lexical.query_terms``)."""
     words: frozenset[str]
     """The query's lower-cased words as typed, for the priors' exemptions."""
+    tokens: tuple[str, ...] = ()
+    """The query's whitespace-separated words, stripped of punctuation around them."""
 
     @property
     def is_symbol(self) -> bool:
@@ -72,11 +74,12 @@ def analyse_query(text: str) -> QueryProfile:
     tokens = stripped.split()
     words = frozenset(re.findall(r"[a-z0-9]+", stripped.lower()))
     terms = tuple(lexical.query_terms(stripped))
+    bare_tokens = tuple(b for b in (t.strip("`'\",;:()[]{}<>?!.") for t in tokens) if b)
     if len(tokens) == 1 and _is_name(tokens[0], alone=True):
         whole = tokens[0].removesuffix("()")
         part = last_name(whole)
         names = (part,) if part == whole else (part, whole)
-        return QueryProfile(QueryKind.SYMBOL, names, terms, words)
+        return QueryProfile(QueryKind.SYMBOL, names, terms, words, bare_tokens)
     found: list[str] = []
     for token in tokens:
         bare = token.strip("`'\",;:()[]{}<>?!")
@@ -84,4 +87,4 @@ def analyse_query(text: str) -> QueryProfile:
             part = last_name(bare)
             if len(part) > 2 and part not in found:
                 found.append(part)
-    return QueryProfile(QueryKind.NATURAL, tuple(found), terms, words)
+    return QueryProfile(QueryKind.NATURAL, tuple(found), terms, words, bare_tokens)

@@ -11,7 +11,9 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    inside a sentence count ``embedded_factor`` of that. Definitions the retrievals missed
    (found by the store's symbol lookup) enter with this boost alone.
 3. **Paths**: for a question in words, a chunk gains ``path_boost`` times the share of the
-   query's words found in its file's name or folder (exactly, or one a prefix of the other).
+   query's words found in its file's name or folder (exactly, or one a prefix of the other),
+   and ``stem_boost`` when the file's whole name is one of the query's words (``Functor.scala``
+   for "how the Functor type class defines mapping"), in part for a long question.
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
    unless the query asks for that kind of file; a chunk with almost nothing in it ranks low.
@@ -30,6 +32,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Sequence
 
+from codebase_core import lexical
 from codebase_core.models import Chunk, ScoredChunk, last_name
 from codebase_core.ranking import paths
 from codebase_core.ranking.config import RankingConfig
@@ -127,6 +130,32 @@ def path_share(profile: QueryProfile, path: str) -> float:
     return found / len(words)
 
 
+def query_word_forms(profile: QueryProfile) -> frozenset[str]:
+    """The forms of the query's words a file stem is compared with: each word as typed
+    (``from_json`` -> ``fromjson``) and each lexical term, without their endings."""
+    forms: set[str] = set()
+    for w in (*profile.tokens, *profile.terms):
+        n = paths.normalise_name(w)
+        if len(n) >= 3 and n not in lexical.STOP_WORDS:
+            forms.add(stem(n))
+    return frozenset(forms)
+
+
+def named_after_query(forms: frozenset[str], path: str) -> bool:
+    """Whether the file's whole stem is one of the query's words (``forms``)."""
+    return any(stem(n) in forms for n in paths.stem_names(path))
+
+
+def stem_boost_share(profile: QueryProfile, full_words: int) -> float:
+    """How much of the stem boost a question gets: all of it up to ``full_words`` words of
+    three letters or more, ``full_words / words`` beyond (a long question describes one
+    function, and a file named after one of its words says less)."""
+    if full_words <= 0:
+        return 1.0
+    n_words = sum(1 for t in profile.terms if len(t) >= 3)
+    return min(1.0, full_words / max(1, n_words))
+
+
 @functools.lru_cache(maxsize=16_384)
 def _path_words(path: str) -> frozenset[str]:
     return paths.path_terms(path)
@@ -151,6 +180,7 @@ def ceiling(config: RankingConfig) -> float:
         + config.coherence_boost
         + config.definition_boost * config.stem_factor
         + config.path_boost
+        + config.stem_boost
     )
 
 
@@ -211,12 +241,21 @@ def rerank(
             for k, cid in best.items():
                 gain[cid] += config.coherence_boost * file_sum[k] / most
     shares: dict[str, float] = {}
+    forms: frozenset[str] = frozenset()
+    if config.stem_boost > 0 and not profile.is_symbol:
+        forms = query_word_forms(profile)
+    stem_gain = config.stem_boost * stem_boost_share(profile, config.stem_boost_words)
+    named: dict[str, bool] = {}
     for cid, c in chunks.items():
         gain[cid] += definition_gain(c, profile, config)
         if config.path_boost > 0 and not profile.is_symbol:
             if c.file_path not in shares:
                 shares[c.file_path] = path_share(profile, c.file_path)
             gain[cid] += config.path_boost * shares[c.file_path]
+        if forms:
+            if c.file_path not in named:
+                named[c.file_path] = named_after_query(forms, c.file_path)
+            gain[cid] += stem_gain if named[c.file_path] else 0.0
     bound = ceiling(config)
     scored = [
         ((base[cid] + gain[cid]) * (prior(c, profile, config) if config.priors else 1.0) / bound, c)
