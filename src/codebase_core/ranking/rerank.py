@@ -29,6 +29,7 @@ path and start line, so ranking is deterministic.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -132,12 +133,18 @@ def path_share(profile: QueryProfile, path: str) -> float:
 
 def query_word_forms(profile: QueryProfile) -> frozenset[str]:
     """The forms of the query's words a file stem is compared with: each word as typed
-    (``from_json`` -> ``fromjson``) and each lexical term, without their endings."""
+    (``from_json`` -> ``fromjson``), each lexical term, and each two words in a row
+    (``thread pool`` -> ``threadpool``), without their endings."""
     forms: set[str] = set()
     for w in (*profile.tokens, *profile.terms):
         n = paths.normalise_name(w)
         if len(n) >= 3 and n not in lexical.STOP_WORDS:
             forms.add(stem(n))
+    # Two words in a row name a file too: "thread pool" -> threadpool.c.
+    words = [paths.normalise_name(t) for t in profile.tokens]
+    for a, b in itertools.pairwise(words):
+        if a and b and a not in lexical.STOP_WORDS and b not in lexical.STOP_WORDS:
+            forms.add(stem(a + b))
     return frozenset(forms)
 
 
