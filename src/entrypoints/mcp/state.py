@@ -3,6 +3,7 @@ server's job worker."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -45,6 +46,9 @@ class AllowedRoots:
         return True
 
 
+SEARCHES_AT_ONCE = 4
+
+
 @dataclass
 class ServerState:
     """What the lifespan yields: tools read it from ``ctx.lifespan_context``."""
@@ -54,6 +58,12 @@ class ServerState:
     started: float = field(default_factory=time.monotonic)
     # The server's own job worker (None when dedicated workers run the jobs).
     worker: JobWorker | None = None
+    # Searches running at once; more wait their turn, first come first served. Under load a
+    # few searches interleaving finish sooner than a hundred sharing the event loop, and a
+    # health probe or a task call does not queue behind all of them.
+    search_slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(SEARCHES_AT_ONCE)
+    )
 
 
 def state_of(ctx: Context) -> ServerState:

@@ -217,15 +217,16 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
                     only=state.roots.allows,
                     progress=lambda i, n: progress_reporter(ctx, i, n),
                 )
-            result = await cb.search(
-                query,
-                mode=mode,
-                limit=limit,
-                repository_id=repository_id,
-                file_type=file_type,
-                directory=directory,
-                language=language,
-            )
+            async with state.search_slots:
+                result = await cb.search(
+                    query,
+                    mode=mode,
+                    limit=limit,
+                    repository_id=repository_id,
+                    file_type=file_type,
+                    directory=directory,
+                    language=language,
+                )
         if response_format == "markdown":
             text = search_markdown(result, detail_level)
             if refreshed is not None:
