@@ -138,7 +138,8 @@ def _seconds(samples: list[float]) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 for a server to listen on."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -159,7 +160,7 @@ async def resume_latency(settings: Settings, env: dict[str, str], repo: Path, ru
     async with open_workspaces(settings) as ws:
         for i in range(runs):
             cb = await ws.codebase(f"bench-resume-{i}")  # a first index: every vector to compute
-            port = _free_port()
+            port = free_port()
             server = _serve(env, port)
             try:
                 job = await cb.start_job(repo)

@@ -20,8 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,18 +31,13 @@ from typing import Any
 import httpx
 
 from adapters.postgres.embedded import start_embedded, stop_embedded
+from bench.job_latency import free_port
+from bench.mcp_latency import _ms
 from bench.retrieval import emit
 
 CLI = str(Path(sys.executable).with_name("codebase-mcp"))
 QUERIES = Path(__file__).with_name("own_eval_queries.json")
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _payload(response: httpx.Response) -> Any:
@@ -116,13 +109,8 @@ def _code(result: dict[str, Any]) -> str | None:
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 1),
-        "p95_ms": round(p95 * 1000, 1),
-        "max_ms": round(ordered[-1] * 1000, 1),
-    }
+    """``mcp_latency``'s p50/p95 of a call, with the slowest."""
+    return {**_ms(samples), "max_ms": round(max(samples) * 1000, 1)}
 
 
 async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
@@ -227,7 +215,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "CODEBASE_MCP_PROJECT": "load",
         }
         chunks = await asyncio.to_thread(_index, env, args.repo)
-        port = _free_port()
+        port = free_port()
         server = _spawn(env, port)
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(timeout=10) as http:

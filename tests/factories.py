@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codebase_core.languages import language_for_path
-from codebase_core.models import Chunk, Repository, SourceFile, chunk_id_for, sha256_hex
+from codebase_core.models import (
+    Chunk,
+    IndexResult,
+    IndexStatus,
+    Repository,
+    SourceFile,
+    chunk_id_for,
+    sha256_hex,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,22 @@ def file_batch(
         path=path, language=language_for_path(path), content_hash=sha256_hex(text), size=len(text)
     )
     return FileBatch(file=source, text=text, chunks=chunks, vectors=vectors)
+
+
+def index_result(name: str = "r") -> IndexResult:
+    """A successful indexing run's result (what a finished job carries)."""
+    return IndexResult(
+        repository_id="abc",
+        repository_name=name,
+        files_indexed=3,
+        files_unchanged=0,
+        files_deleted=0,
+        chunks_created=7,
+        chunks_embedded=7,
+        embeddings_cached=0,
+        duration_seconds=1.5,
+        status=IndexStatus.SUCCESS,
+    )
 
 
 def write_sample_repo(root: Path) -> Path:

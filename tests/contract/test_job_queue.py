@@ -9,8 +9,6 @@ import pytest
 
 from codebase_core.errors import DuplicateJob, InvalidStatus, JobLeaseLost, JobNotFound
 from codebase_core.models import (
-    IndexResult,
-    IndexStatus,
     Job,
     JobOutcome,
     JobProgress,
@@ -19,6 +17,7 @@ from codebase_core.models import (
     utcnow,
 )
 from codebase_core.ports import JobQueue
+from tests.factories import index_result
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LEASE = 30.0
@@ -31,21 +30,6 @@ def _job(n: int, project: str = "p", repo: str | None = None) -> Job:
         repo_path=repo or f"/repos/r{n}",
         repo_name=f"r{n}",
         created_at=T0 + timedelta(seconds=n),
-    )
-
-
-def _result() -> IndexResult:
-    return IndexResult(
-        repository_id="abc",
-        repository_name="r",
-        files_indexed=3,
-        files_unchanged=0,
-        files_deleted=0,
-        chunks_created=7,
-        chunks_embedded=7,
-        embeddings_cached=0,
-        duration_seconds=1.5,
-        status=IndexStatus.SUCCESS,
     )
 
 
@@ -168,13 +152,13 @@ async def test_finish_follows_the_state_machine(job_queue: JobQueue) -> None:
     running = await job_queue.finish(job.id, "w", JobOutcome(status=JobStatus.RUNNING))
     assert running.status is JobStatus.RUNNING and running.error_message is None
     done = await job_queue.finish(
-        job.id, "w", JobOutcome(status=JobStatus.COMPLETED, result=_result())
+        job.id, "w", JobOutcome(status=JobStatus.COMPLETED, result=index_result())
     )
     assert done.status is JobStatus.COMPLETED
     assert done.completed_at is not None and done.cancelled_at is None
     assert done.progress_percentage == 100 and done.eta_seconds is None
-    assert done.result == _result()
-    assert (await job_queue.get(job.id)).result == _result()
+    assert done.result == index_result()
+    assert (await job_queue.get(job.id)).result == index_result()
     with pytest.raises(JobLeaseLost):
         await job_queue.finish(job.id, "w", JobOutcome(status=JobStatus.FAILED))
 

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +19,10 @@ from typing import Any
 import httpx
 from fastmcp import Client
 
+from tests.embedding_servers import unused_port
 from tests.factories import write_sample_repo
 
 CLI = str(Path(sys.executable).with_name("codebase-mcp"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:
@@ -74,7 +67,7 @@ def _spawn(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
 
 @asynccontextmanager
 async def http_server(data_dir: Path) -> AsyncIterator[str]:
-    port = _free_port()
+    port = unused_port()
     proc = _spawn(data_dir, port)
     url = f"http://127.0.0.1:{port}"
     try:

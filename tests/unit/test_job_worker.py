@@ -11,14 +11,16 @@ import pytest
 
 from adapters.memory import InMemoryJobQueue
 from codebase_core.errors import EmbedderUnavailable, StoreUnavailable, ValidationFailed
-from codebase_core.models import IndexResult, IndexStatus, Job, JobStatus
+from codebase_core.models import IndexResult, Job, JobStatus
 from codebase_core.services import (
     CancellationToken,
     JobProgressTracker,
+    JobRunner,
     JobService,
     JobWorker,
     WorkerConfig,
 )
+from tests.factories import index_result
 
 FAST = WorkerConfig(
     max_concurrent=2,
@@ -32,18 +34,23 @@ FAST = WorkerConfig(
 
 
 def _result(job: Job) -> IndexResult:
-    return IndexResult(
-        repository_id="id",
-        repository_name=job.repo_name,
-        files_indexed=1,
-        files_unchanged=0,
-        files_deleted=0,
-        chunks_created=2,
-        chunks_embedded=2,
-        embeddings_cached=0,
-        duration_seconds=0.1,
-        status=IndexStatus.SUCCESS,
-    )
+    return index_result(job.repo_name)
+
+
+async def quick(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
+    """A run that completes at once."""
+    return _result(job)
+
+
+def stuck(started: asyncio.Event) -> JobRunner:
+    """A run that says it started, then never ends by itself."""
+
+    async def run(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return run
 
 
 @asynccontextmanager
@@ -240,19 +247,11 @@ async def test_a_stopped_worker_hands_its_jobs_to_the_next() -> None:
     service = JobService(queue)
     started = asyncio.Event()
 
-    async def stuck(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
-        started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
     job = await _start(service, 1)
-    async with running(JobWorker(queue, stuck, "first", FAST)):
+    async with running(JobWorker(queue, stuck(started), "first", FAST)):
         await asyncio.wait_for(started.wait(), 5)
     held = await queue.get(job.id)
     assert held.status is JobStatus.RUNNING and held.lease_expires_at is None
-
-    async def quick(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
-        return _result(job)
 
     async with running(JobWorker(queue, quick, "second", FAST)):
         await until(_is(queue, job.id, JobStatus.COMPLETED))
@@ -287,9 +286,6 @@ async def test_jobs_of_a_worker_known_dead_resume_at_once() -> None:
     service = JobService(queue)
     job = await _start(service, 1)
     await queue.claim("gone", 3600)  # a lease that would keep it for an hour
-
-    async def quick(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
-        return _result(job)
 
     worker = JobWorker(queue, quick, "new", FAST, is_dead=lambda wid: wid == "gone")
     async with running(worker):
@@ -326,14 +322,9 @@ async def test_a_local_cancellation_needs_no_heartbeat() -> None:
     service = JobService(queue)
     started = asyncio.Event()
 
-    async def stuck(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
-        started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
     job = await _start(service, 1)
     slow_beat = WorkerConfig(heartbeat_s=30, lease_s=60, poll_s=0.05, cancel_grace_s=0.1)
-    worker = JobWorker(queue, stuck, "w", slow_beat)
+    worker = JobWorker(queue, stuck(started), "w", slow_beat)
     async with running(worker):
         await asyncio.wait_for(started.wait(), 5)
         await service.cancel(job.id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from codebase_core.errors import DuplicateJob, JobLeaseLost, JobNotFound
+from codebase_core.errors import DuplicateJob
 from codebase_core.models import (
     Job,
     JobOutcome,
@@ -16,7 +16,14 @@ from codebase_core.models import (
     steps_to,
     utcnow,
 )
-from codebase_core.models.jobs import ACTIVE, CANCELLABLE, duplicate_job, not_cancellable
+from codebase_core.models.jobs import (
+    ACTIVE,
+    CANCELLABLE,
+    check_held,
+    duplicate_job,
+    job_not_found,
+    not_cancellable,
+)
 
 
 class InMemoryJobQueue:
@@ -43,7 +50,7 @@ class InMemoryJobQueue:
     async def get(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
-            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+            raise job_not_found(job_id)
         return job
 
     async def list(
@@ -99,13 +106,8 @@ class InMemoryJobQueue:
     def _held(self, job_id: str, worker_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
-            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
-        if job.worker_id != worker_id or job.status.terminal:
-            raise JobLeaseLost(
-                f"job {job_id} is no longer held by worker {worker_id} (status {job.status})",
-                job_id=job_id,
-            )
-        return job
+            raise job_not_found(job_id)
+        return check_held(job, worker_id)
 
     async def renew(
         self, job_id: str, worker_id: str, lease_s: float, progress: JobProgress | None
@@ -172,8 +174,7 @@ class InMemoryJobQueue:
 
 
 def _ended_cancelled(job: Job, now: datetime) -> Job:
-    for _ in steps_to(job.status, JobStatus.CANCELLED):
-        pass  # checks the way exists (blocked passes through running)
+    steps_to(job.status, JobStatus.CANCELLED)  # InvalidStatus when there is no way
     return job.model_copy(
         update={
             "status": JobStatus.CANCELLED,

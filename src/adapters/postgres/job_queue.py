@@ -10,7 +10,7 @@ import asyncpg
 
 from adapters.postgres.database import PgDatabase
 from adapters.postgres.schema import GLOBAL_SCHEMA
-from codebase_core.errors import JobLeaseLost, JobNotFound, ValidationFailed
+from codebase_core.errors import ValidationFailed
 from codebase_core.models import (
     IndexResult,
     Job,
@@ -21,7 +21,13 @@ from codebase_core.models import (
     check_transition,
     steps_to,
 )
-from codebase_core.models.jobs import CANCELLABLE, duplicate_job, not_cancellable
+from codebase_core.models.jobs import (
+    CANCELLABLE,
+    check_held,
+    duplicate_job,
+    job_not_found,
+    not_cancellable,
+)
 
 _T = f"{GLOBAL_SCHEMA}.jobs"
 _COLUMNS = (
@@ -122,7 +128,7 @@ class PgJobQueue:
                 self._queue,
             )
         if row is None:
-            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+            raise job_not_found(job_id)
         return _job(row)
 
     async def list(
@@ -202,14 +208,8 @@ class PgJobQueue:
             self._queue,
         )
         if row is None:
-            raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
-        job = _job(row)
-        if job.worker_id != worker_id or job.status.terminal:
-            raise JobLeaseLost(
-                f"job {job_id} is no longer held by worker {worker_id} (status {job.status})",
-                job_id=job_id,
-            )
-        return job
+            raise job_not_found(job_id)
+        return check_held(_job(row), worker_id)
 
     async def renew(
         self, job_id: str, worker_id: str, lease_s: float, progress: JobProgress | None
@@ -262,7 +262,7 @@ class PgJobQueue:
                 self._queue,
             )
             if row is None:
-                raise JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+                raise job_not_found(job_id)
             values = dict(row)
             expired = values.pop("expired")
             job = _job(values)

@@ -24,11 +24,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+NUL_RULE = "must not contain NUL characters (\\x00)"
+
+
 def no_nul(field: str, value: object) -> None:
     """``ValidationFailed`` for a string holding a NUL character: Postgres text cannot store
     it, and no path, name or note needs one."""
     if isinstance(value, str) and "\x00" in value:
-        raise ValidationFailed(field, value, "must not contain NUL characters (\\x00)")
+        raise ValidationFailed(field, value, NUL_RULE)
 
 
 def check_uuid(value: object, field: str, what: str) -> str:

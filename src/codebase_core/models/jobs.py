@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from codebase_core.errors import DuplicateJob, InvalidStatus, shorten
+from codebase_core.errors import DuplicateJob, InvalidStatus, JobLeaseLost, JobNotFound, shorten
 from codebase_core.models.base import FrozenModel, check_uuid
 from codebase_core.models.indexing import IndexResult
 
@@ -193,3 +193,18 @@ def not_cancellable(job: Job) -> InvalidStatus:
         job_id=job.id,
         status=job.status.value,
     )
+
+
+def job_not_found(job_id: str) -> JobNotFound:
+    return JobNotFound(f"Job not found: {job_id}", job_id=job_id)
+
+
+def check_held(job: Job, worker_id: str) -> Job:
+    """``job`` if ``worker_id`` holds it (claimed it and it has not ended), else
+    ``JobLeaseLost``: every queue's rule for what a worker may still do to a job."""
+    if job.worker_id != worker_id or job.status.terminal:
+        raise JobLeaseLost(
+            f"job {job.id} is no longer held by worker {worker_id} (status {job.status})",
+            job_id=job.id,
+        )
+    return job

@@ -18,8 +18,9 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from codebase_core.errors import CoreError, EmbedderUnavailable, shorten
+from codebase_core.errors import CoreError, EmbedderUnavailable, ValidationFailed, shorten
 from codebase_core.models import TaskStatus
+from codebase_core.models.base import NUL_RULE
 
 log = logging.getLogger("codebase_mcp")
 
@@ -136,9 +137,7 @@ class CodedErrors(Middleware):
         if found is not None:
             field, value = found
             raise ToolError(
-                f"VALIDATION_ERROR: {field}={shorten(repr(value))}: must not contain NUL "
-                "characters (\\x00)",
-                log_level=logging.INFO,
+                tool_text(ValidationFailed(field, value, NUL_RULE)), log_level=logging.INFO
             )
         try:
             return await call_next(context)

@@ -77,6 +77,7 @@ class _Held:
         self.tracker = JobProgressTracker(floor=job.progress_percentage)
         self.cancel_asked = asyncio.Event()
         self.lost = False
+        self.task: asyncio.Task[None] | None = None
 
 
 class JobWorker:
@@ -100,8 +101,8 @@ class JobWorker:
         self.worker_id = worker_id
         self.config = config or WorkerConfig()
         self._clock = clock
-        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._held: dict[str, _Held] = {}
+        """The jobs this worker runs, by id."""
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_purge: float | None = None
@@ -113,7 +114,7 @@ class JobWorker:
     @property
     def running(self) -> list[str]:
         """Ids of the jobs this worker runs now."""
-        return list(self._tasks)
+        return list(self._held)
 
     def cancel_requested(self, job_id: str) -> None:
         """A job was just marked cancelled: stop it now if it runs here, without waiting for
@@ -149,7 +150,7 @@ class JobWorker:
         await self._stop_jobs()
 
     async def _stop_jobs(self) -> None:
-        tasks = list(self._tasks.values())
+        tasks = [h.task for h in self._held.values() if h.task is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -194,7 +195,7 @@ class JobWorker:
             log.debug("looking for jobs of dead workers failed: %s", e)
 
     async def _fill(self) -> None:
-        while len(self._tasks) < self.config.max_concurrent and not self._stopping:
+        while len(self._held) < self.config.max_concurrent and not self._stopping:
             try:
                 job = await self._queue.claim(self.worker_id, self.config.lease_s)
             except CoreError as e:  # the database is away: try again at the next poll
@@ -205,12 +206,10 @@ class JobWorker:
             log.info("job %s: indexing %s (attempt %d)", job.id, job.repo_path, job.attempts)
             held = _Held(job)
             self._held[job.id] = held
-            task = asyncio.create_task(self._hold(held), name=f"job-{job.id}")
-            self._tasks[job.id] = task
-            task.add_done_callback(functools.partial(self._done, job.id))
+            held.task = asyncio.create_task(self._hold(held), name=f"job-{job.id}")
+            held.task.add_done_callback(functools.partial(self._done, job.id))
 
     def _done(self, job_id: str, _task: asyncio.Task[None]) -> None:
-        self._tasks.pop(job_id, None)
         self._held.pop(job_id, None)
         self._wake.set()  # a slot is free
 
