@@ -182,3 +182,34 @@ async def test_service_waits_for_another_indexer(pg_url: str, tmp_path: Path) ->
         await db1.close()
         await db2.close()
         await drop_projects_async(pg_url, [project])
+
+
+async def test_a_released_connection_keeps_no_lock_setting_or_transaction(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Connections go back to the pool clean: an open transaction is rolled back, and one
+    taken with ``session_state`` loses the session advisory lock and settings its user left
+    behind (its own cleanup failed or never ran). The one-connection pool hands the same
+    backend out again, and another session then takes the lock at once."""
+    database = PgDatabase(pg_url, data_dir=tmp_path, pool_size=1)
+    other = await asyncpg.connect(pg_url)
+    key = 7_000_000_001
+    try:
+        async with database.connection(session_state=True) as conn:
+            pid = conn.get_server_pid()
+            await conn.execute("SELECT pg_advisory_lock($1)", key)
+            await conn.execute("SET work_mem = '7MB'")
+        async with database.connection() as conn:
+            assert conn.get_server_pid() == pid
+            assert await conn.fetchval("SHOW work_mem") == "32MB"
+            await conn.execute("BEGIN")
+            await conn.execute("CREATE TEMP TABLE left_open (x int)")
+        assert await other.fetchval("SELECT pg_try_advisory_lock($1)", key)
+        async with database.connection() as conn:
+            assert conn.get_server_pid() == pid
+            assert not conn.is_in_transaction()
+            gone = await conn.fetchval("SELECT to_regclass('pg_temp.left_open') IS NULL")
+            assert gone
+    finally:
+        await other.close()
+        await database.close()

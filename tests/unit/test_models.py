@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError as PydanticValidationError
 
 from codebase_core.errors import InvalidStatus, ValidationFailed
-from codebase_core.models import SearchFilters, Task, TaskStatus, context_lines, split_lines
+from codebase_core.models import (
+    Chunk,
+    SearchFilters,
+    Task,
+    TaskStatus,
+    context_lines,
+    split_lines,
+)
 
 
 @pytest.mark.parametrize(
@@ -116,3 +124,38 @@ def test_a_task_status_is_parsed_by_its_one_rule() -> None:
     assert task.status is TaskStatus.NEED_TO_BE_DONE
     with pytest.raises(InvalidStatus, match="Invalid status: done"):
         Task(id="t", title="t", status="done", created_at=_NOW, updated_at=_NOW)
+
+
+_CHUNK_FIELDS = st.fixed_dictionaries(
+    {
+        "id": st.text(max_size=8),
+        "repository_id": st.text(max_size=8),
+        "file_path": st.text(min_size=1, max_size=12),
+        "language": st.none() | st.sampled_from(["python", "go"]),
+        "symbol": st.none() | st.text(max_size=8),
+        "kind": st.none() | st.sampled_from(["function", "class"]),
+        "start_line": st.integers(1, 50),
+        "end_line": st.integers(1, 50),
+        "content": st.text(max_size=20),
+        "content_hash": st.text(max_size=8),
+        "token_count": st.integers(0, 50),
+    }
+)
+
+
+@given(_CHUNK_FIELDS)
+def test_a_trusted_chunk_is_the_validated_chunk(fields: dict[str, Any]) -> None:
+    """``FrozenModel.trusted`` skips pydantic's construction, not its behaviour: equality,
+    hashing, dumping, copying and immutability match a validated model's."""
+    validated = Chunk(**fields)
+    trusted = Chunk.trusted(dict(fields))
+    assert trusted == validated and validated == trusted
+    assert hash(trusted) == hash(validated)
+    assert trusted.model_dump() == validated.model_dump()
+    assert trusted.model_dump_json() == validated.model_dump_json()
+    assert trusted.model_fields_set == validated.model_fields_set
+    assert trusted.model_copy(update={"symbol": "x"}) == validated.model_copy(
+        update={"symbol": "x"}
+    )
+    with pytest.raises(PydanticValidationError):
+        trusted.symbol = "changed"  # type: ignore[misc]

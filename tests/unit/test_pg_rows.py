@@ -184,9 +184,13 @@ def test_postings_blocks_hold_every_posting_once_in_one_file_and_language(
 def test_a_chunk_row_reads_back_as_the_chunk_written() -> None:
     files = _files()
     rows = build_rows("r1", files, list(range(1, 7)))
-    selected = [name.strip().removeprefix("c.") for name in SELECT_CHUNK.split(",")]
+    # (column, name it is selected as): "c.repo_id AS repository_id" -> (repo_id, ...).
+    selected = [
+        (column.removeprefix("c."), alias or column.removeprefix("c."))
+        for column, _, alias in (n.strip().partition(" AS ") for n in SELECT_CHUNK.split(","))
+    ]
     for record, chunk in zip(rows.chunks, [c for f in files for c in f.chunks], strict=True):
-        row = {name: record[CHUNK_COLUMNS.index(name)] for name in selected}
+        row = {name: record[CHUNK_COLUMNS.index(column)] for column, name in selected}
         assert chunk_of(row) == chunk  # a Record is read by key, as a dict is
 
 

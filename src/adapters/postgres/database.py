@@ -82,6 +82,8 @@ class PgDatabase:
         self._statement_timeout = statement_timeout_s
         self._pool: asyncpg.Pool | None = None
         self._pool_lock = asyncio.Lock()
+        # Backend pids of pooled connections that changed session state (see ``connection``).
+        self._session_state: set[int] = set()
         self._workspaces: dict[str, Workspace] = {}
         self._ws_lock = asyncio.Lock()
         self._background: dict[asyncio.Task[None], str] = {}
@@ -169,6 +171,7 @@ class PgDatabase:
                         max_size=self._pool_size,
                         timeout=self._connect_timeout,
                         init=self._init_connection,
+                        reset=self._reset_connection,
                         server_settings={
                             "statement_timeout": str(int(self._statement_timeout * 1000)),
                             "application_name": "codebase-mcp",
@@ -184,12 +187,27 @@ class PgDatabase:
         assert pool is not None
         return pool
 
+    async def _reset_connection(self, conn: asyncpg.Connection) -> None:
+        """A released connection's reset, after asyncpg's own (which ends an open
+        transaction): the full reset query (advisory locks, settings, cursors, listeners)
+        only for a connection that changed session state. For the others it was a round
+        trip of every release, several per search, on a server's busiest path."""
+        pid = conn.get_server_pid()
+        if pid in self._session_state:
+            self._session_state.discard(pid)
+            await conn.execute(conn.get_reset_query())
+
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection; driver errors inside become ``StoreUnavailable``."""
+    async def connection(self, *, session_state: bool = False) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; driver errors inside become ``StoreUnavailable``.
+        ``session_state``: the caller may leave state beyond a transaction (a session
+        advisory lock, ``SET``), so the connection is fully reset when released, whatever
+        happened to the caller's own cleanup."""
         pool = await self.pool()
         try:
             async with pool.acquire(timeout=self._connect_timeout) as conn:
+                if session_state:
+                    self._session_state.add(conn.get_server_pid())
                 yield conn
         except CoreError:
             raise
@@ -200,11 +218,12 @@ class PgDatabase:
 
     @asynccontextmanager
     async def spare_connection(
-        self, wait_s: float = 0.2
+        self, wait_s: float = 0.2, *, session_state: bool = False
     ) -> AsyncIterator[asyncpg.Connection | None]:
         """A pooled connection if one is free within ``wait_s``, else None: for work that may
         as well run on a connection the caller holds (a pool shared with other projects' runs
-        and searches can be busy, and its timeout must not fail optional work)."""
+        and searches can be busy, and its timeout must not fail optional work).
+        ``session_state`` as for ``connection``."""
         pool = await self.pool()
         got: asyncpg.Connection | None
         try:
@@ -217,6 +236,8 @@ class PgDatabase:
             yield None
             return
         conn = got
+        if session_state:
+            self._session_state.add(conn.get_server_pid())
         try:
             yield conn
         except CoreError:

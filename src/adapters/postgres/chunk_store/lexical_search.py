@@ -55,9 +55,10 @@ def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk
         return [], 0
     total = int(rows[0]["total"])
     bound = float(rows[0]["bound"])
-    scored = [(chunk_of(r), lexical.normalised(float(r["raw"]), bound)) for r in rows]
-    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-    return [ScoredChunk.of(c, sc) for c, sc in scored[:limit]], total
+    scored = [(lexical.normalised(float(r["raw"]), bound), r) for r in rows]
+    scored.sort(key=lambda sr: (-sr[0], sr[1]["file_path"], sr[1]["start_line"]))
+    # Chunks only for the rows kept: the tie room is read but never returned.
+    return [ScoredChunk(chunk_of(r), sc) for sc, r in scored[:limit]], total
 
 
 def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:

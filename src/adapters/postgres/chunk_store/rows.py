@@ -37,10 +37,10 @@ CHUNK_COLUMNS = (
     "terms",
     "embedding",
 )
-# The columns ``chunk_of`` reads, on alias ``c``.
+# The columns of a ``Chunk``, named as its fields (``chunk_of`` reads them), on alias ``c``.
 SELECT_CHUNK = (
-    "c.id, c.repo_id, c.file_path, c.language, c.symbol, c.kind, c.start_line, c.end_line, "
-    "c.content, c.content_hash, c.token_count"
+    "c.id, c.repo_id AS repository_id, c.file_path, c.language, c.symbol, c.kind, "
+    "c.start_line, c.end_line, c.content, c.content_hash, c.token_count"
 )
 
 
@@ -54,19 +54,7 @@ def term_key(term: str) -> int:
 def chunk_of(row: asyncpg.Record) -> Chunk:
     """The chunk of a row selected with ``SELECT_CHUNK`` (not validated again: it was when
     written, and a search reads hundreds)."""
-    return Chunk.model_construct(
-        id=row["id"],
-        repository_id=row["repo_id"],
-        file_path=row["file_path"],
-        language=row["language"],
-        symbol=row["symbol"],
-        kind=row["kind"],
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        content=row["content"],
-        content_hash=row["content_hash"],
-        token_count=row["token_count"],
-    )
+    return Chunk.trusted(row)
 
 
 @dataclass(slots=True)

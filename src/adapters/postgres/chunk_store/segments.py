@@ -84,7 +84,7 @@ class Segments:
         another process's) and postings unless ``beside`` did."""
         ws = await self._db.workspace(self._project_id)
         ann = self._ann
-        async with self._db.connection() as conn:
+        async with self._db.connection(session_state=True) as conn:
             db = ProjectSession.of(conn, ws)
             s = db.s
             # One builder per project at a time, across processes.
@@ -126,7 +126,7 @@ class Segments:
     async def _vacuum_on_spare(self, *tables: str) -> bool:
         """``_vacuum`` on a connection of its own if one is free; whether it ran."""
         ws = await self._db.workspace(self._project_id)
-        async with self._db.spare_connection() as other:
+        async with self._db.spare_connection(session_state=True) as other:
             if other is None:
                 return False
             await _vacuum(ProjectSession.of(other, ws), *tables)
@@ -201,8 +201,9 @@ class Segments:
 async def _vacuum(db: ProjectSession, *tables: str) -> None:
     """VACUUM (ANALYZE) some of the project's tables, after a large load: planner statistics
     (a sample), and the visibility map, without which the index-only scans that count filter
-    matches and read postings visit the table for every row until autovacuum comes by. The
-    pool resets the session (RESET ALL) when the connection goes back."""
+    matches and read postings visit the table for every row until autovacuum comes by. Its
+    connection must be taken with ``session_state``: the pool then resets the session when
+    the connection goes back."""
     await db.conn.execute("SET statement_timeout = 0")
     await db.conn.execute("VACUUM (ANALYZE) " + ", ".join(f"{db.s}.{t}" for t in tables))
 

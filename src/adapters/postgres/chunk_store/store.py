@@ -278,7 +278,7 @@ class PgChunkStore:
     async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
         """Serialise indexing of one repository across processes (session advisory lock)."""
         key = lock_key((await self.workspace()).schema, repository_id)
-        async with self._db.connection() as conn:
+        async with self._db.connection(session_state=True) as conn:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
             if not got:
                 if not wait:
