@@ -2,11 +2,14 @@
 
 ``codebase-mcp serve --transport http`` runs in its own process on an embedded Postgres (in a
 temporary directory) with the --embedder, over an index of --repo. Clients speak JSON-RPC
-with httpx (one session each, initialised before timing: a client's own cost stays small
-beside the server's). First one client alone makes --single searches in a row; then
+with aiohttp (one session each, initialised before timing; httpx's pool spent more CPU
+than the server at 100 connections, so the generator measured itself). First one client alone makes --single searches in a row; then
 --clients clients make --searches searches each, all at once. Reported: searches per second
 over the whole burst, and p50/p95/max of a call's latency; errors by code; the slowest
-/health answer during the burst.
+/health answer during the burst; and the CPU time the server's processes spent per search
+(the server's share, whatever the generator costs on the same cores). Last, the same burst of
+calls that input validation refuses (a NUL in the query): what the HTTP/MCP transport costs
+per call with no search behind it.
 
     python -m bench.mcp_load [--clients 100] [--searches 5] [--embedder hash] [--repo PATH]
         [--out bench/results/mcp_load.json]
@@ -28,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 from adapters.postgres.embedded import start_embedded, stop_embedded
@@ -40,27 +44,28 @@ QUERIES = Path(__file__).with_name("own_eval_queries.json")
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def _payload(response: httpx.Response) -> Any:
+async def _payload(response: aiohttp.ClientResponse) -> Any:
     """The JSON-RPC message of a response, sent as JSON or as one SSE event."""
+    text = await response.text()
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
+        for line in text.splitlines():
             if line.startswith("data:"):
                 return json.loads(line[5:])
-        raise RuntimeError(f"no data in the event stream: {response.text[:200]}")
-    return response.json()
+        raise RuntimeError(f"no data in the event stream: {text[:200]}")
+    return json.loads(text)
 
 
 class Session:
     """One MCP client session over streamable HTTP."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
         self.http = http
         self.url = url
         self.headers = dict(HEADERS)
         self.next_id = 0
 
     async def open(self) -> None:
-        r = await self.http.post(
+        async with self.http.post(
             self.url,
             headers=self.headers,
             json={
@@ -73,20 +78,22 @@ class Session:
                     "clientInfo": {"name": "bench", "version": "1"},
                 },
             },
-        )
-        r.raise_for_status()
-        sid = r.headers.get("mcp-session-id")
+        ) as r:
+            r.raise_for_status()
+            await r.read()
+            sid = r.headers.get("mcp-session-id")
         if sid:
             self.headers["mcp-session-id"] = sid
-        await self.http.post(
+        async with self.http.post(
             self.url,
             headers=self.headers,
             json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-        )
+        ) as r:
+            await r.read()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
-        r = await self.http.post(
+        async with self.http.post(
             self.url,
             headers=self.headers,
             json={
@@ -95,9 +102,9 @@ class Session:
                 "method": "tools/call",
                 "params": {"name": tool, "arguments": arguments},
             },
-        )
-        r.raise_for_status()
-        result: dict[str, Any] = _payload(r)["result"]
+        ) as r:
+            r.raise_for_status()
+            result: dict[str, Any] = (await _payload(r))["result"]
         return result
 
 
@@ -108,13 +115,42 @@ def _code(result: dict[str, Any]) -> str | None:
     return text.split(":", 1)[0]
 
 
+def _process_cpu(root: int) -> float | None:
+    """CPU seconds (user + system) spent so far by process ``root`` and its descendants, from
+    /proc; None where there is no /proc."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        spent[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in spent.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parent.get(p, 0)
+        if p == root:
+            total += seconds
+    return total
+
+
 def _stats(samples: list[float]) -> dict[str, float]:
     """``mcp_latency``'s p50/p95 of a call, with the slowest."""
     return {**_ms(samples), "max_ms": round(max(samples) * 1000, 1)}
 
 
 async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
         session = Session(http, url)
         await session.open()
         for q in queries[:5]:  # warm up
@@ -129,11 +165,43 @@ async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
     return {"searches": n, **_stats(samples)}
 
 
+async def refused(url: str, clients: int, calls: int, server: int) -> dict[str, Any]:
+    """The transport's own cost: ``clients`` x ``calls`` searches that the server's input
+    validation refuses (a NUL in the query) before any search runs."""
+    connector = aiohttp.TCPConnector(limit=clients + 10)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        sessions = [Session(http, url) for _ in range(clients)]
+        await asyncio.gather(*(s.open() for s in sessions))
+
+        async def client(session: Session) -> None:
+            for _ in range(calls):
+                result = await session.call("search_code", {"query": "a\x00b"})
+                if _code(result) != "VALIDATION_ERROR":
+                    raise RuntimeError(result)
+
+        cpu_before = _process_cpu(server)
+        began = time.perf_counter()
+        await asyncio.gather(*(client(s) for s in sessions))
+        wall = time.perf_counter() - began
+        cpu_after = _process_cpu(server)
+    n = clients * calls
+    return {
+        "calls": n,
+        "calls_per_s": round(n / wall, 1),
+        "server_cpu_ms_per_call": (
+            round((cpu_after - cpu_before) * 1000 / n, 2)
+            if cpu_before is not None and cpu_after is not None
+            else None
+        ),
+    }
+
+
 async def burst(
-    url: str, health: str, queries: list[str], clients: int, searches: int
+    url: str, health: str, queries: list[str], clients: int, searches: int, server: int
 ) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+    connector = aiohttp.TCPConnector(limit=clients + 10)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as http:
         sessions = [Session(http, url) for _ in range(clients)]
         await asyncio.gather(*(s.open() for s in sessions))
         start = asyncio.Event()
@@ -149,7 +217,7 @@ async def burst(
                 try:
                     result = await session.call("search_code", {"query": query})
                     codes[_code(result) or "ok"] += 1
-                except httpx.HTTPError as e:
+                except aiohttp.ClientError as e:
                     codes[f"http:{type(e).__name__}"] += 1
                 samples.append(time.perf_counter() - began)
 
@@ -157,18 +225,21 @@ async def burst(
             await start.wait()
             while not done.is_set():
                 began = time.perf_counter()
-                r = await http.get(health)
+                async with http.get(health) as r:
+                    await r.read()
                 health_s.append(time.perf_counter() - began)
-                codes[f"health:{r.status_code}"] += 1
+                codes[f"health:{r.status}"] += 1
                 await asyncio.sleep(0.05)
 
         done = asyncio.Event()
         tasks = [asyncio.create_task(client(k, s)) for k, s in enumerate(sessions)]
         prober = asyncio.create_task(probe())
+        cpu_before = _process_cpu(server)
         began = time.perf_counter()
         start.set()
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - began
+        cpu_after = _process_cpu(server)
         done.set()
         await prober
     return {
@@ -179,6 +250,11 @@ async def burst(
         **_stats(samples),
         "outcomes": dict(codes),
         "health_max_ms": round(max(health_s) * 1000, 1) if health_s else None,
+        "server_cpu_ms_per_search": (
+            round((cpu_after - cpu_before) * 1000 / (clients * searches), 2)
+            if cpu_before is not None and cpu_after is not None
+            else None
+        ),
     }
 
 
@@ -193,9 +269,10 @@ def _index(env: dict[str, str], repo: Path) -> int:
     return chunks
 
 
-def _spawn(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def _spawn(env: dict[str, str], port: int, workers: int = 1) -> subprocess.Popen[bytes]:
+    several = ["--workers", str(workers)] if workers > 1 else []
     return subprocess.Popen(
-        [CLI, "serve", "--transport", "http", "--port", str(port)],
+        [CLI, "serve", "--transport", "http", "--port", str(port), *several],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -216,7 +293,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         }
         chunks = await asyncio.to_thread(_index, env, args.repo)
         port = free_port()
-        server = _spawn(env, port)
+        server = _spawn(env, port, args.workers)
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(timeout=10) as http:
             for _ in range(300):
@@ -230,13 +307,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         queries = [q["query"] for q in spec["queries"] if q["corpus"] == "rich"]
         return {
             "embedder": args.embedder,
+            "server_processes": args.workers,
             "repo": str(args.repo),
             "chunks": chunks,
             "cpus": os.cpu_count(),
             "single_client": await single(f"{base}/mcp", queries, args.single),
             "burst": await burst(
-                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches
+                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches, server.pid
             ),
+            "refused_calls": await refused(f"{base}/mcp", args.clients, args.searches, server.pid),
         }
     finally:
         if server is not None:
@@ -258,6 +337,7 @@ def main() -> None:
     p.add_argument("--searches", type=int, default=5)
     p.add_argument("--single", type=int, default=200)
     p.add_argument("--embedder", default="hash")
+    p.add_argument("--workers", type=int, default=1, help="serve --workers")
     p.add_argument("--repo", type=Path, default=_default_repo())
     p.add_argument("--out", type=Path, default=Path("bench/results/mcp_load.json"))
     args = p.parse_args()

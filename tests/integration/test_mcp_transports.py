@@ -3,6 +3,7 @@ streamable HTTP / SSE on 127.0.0.1 with a bearer token and the health probe."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -125,12 +126,14 @@ def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path, pg_env: str) ->
 
 @pytest.fixture
 def http_server(tmp_path: Path, pg_env: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """``serve --transport <param>`` on a free port with a token; yields its base URL."""
-    transport = getattr(request, "param", "http")
+    """``serve --transport <param>`` on a free port with a token (param ``(transport,
+    workers)`` for several processes); yields its base URL."""
+    param = getattr(request, "param", "http")
+    transport, workers = param if isinstance(param, tuple) else (param, 1)
     port = unused_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
-        [EXE, "serve", "--transport", transport, "--port", str(port)],
+        [EXE, "serve", "--transport", transport, "--port", str(port), "--workers", str(workers)],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=_env(CODEBASE_MCP_AUTH_TOKEN=TOKEN),
@@ -211,6 +214,81 @@ async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> Non
         assert found.structured_content["results"][0]["file_path"] == "pkg/retry.py"
     async with httpx.AsyncClient(timeout=5) as http:
         assert (await http.get(f"{http_server}/health")).json()["embedder"] == "hash (hash-384)"
+
+
+def _argv(proc: Path) -> list[str]:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:  # gone meanwhile
+        return []
+
+
+def _server_processes(port: str) -> list[int]:
+    """The processes ``serve --workers 2`` on ``port`` spawned to serve (not its
+    multiprocessing resource tracker)."""
+    [supervisor] = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and _argv(p)[-7:] == ["serve", "--transport", "http", "--port", port, "--workers", "2"]
+    ]
+    children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
+    return [int(c) for c in children if "spawn_main" in " ".join(_argv(Path(f"/proc/{c}")))]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("http_server", [("http", 2)], indirect=True)
+async def test_several_server_processes_share_the_port(http_server: str, tmp_path: Path) -> None:
+    """``--workers 2``: two processes under one supervisor answer stateless streamable HTTP
+    (a client's calls need no session living in one of them), and one of them runs the job
+    worker, so a background job completes."""
+    servers = _server_processes(http_server.rsplit(":", 1)[1])
+    assert len(servers) == 2
+    first, second = write_sample_repo(tmp_path / "a"), write_sample_repo(tmp_path / "b")
+    async with Client(f"{http_server}/mcp", auth=TOKEN) as client:
+        indexed = await client.call_tool("index_repository", {"repo_path": str(first)})
+        assert indexed.structured_content is not None
+        assert indexed.structured_content["files_indexed"] == 2
+        for _ in range(6):  # whichever process answers, it sees the same index
+            found = await client.call_tool("search_code", {"query": "retry_with_backoff"})
+            assert found.structured_content is not None
+            assert found.structured_content["results"][0]["file_path"] == "pkg/retry.py"
+        started = await client.call_tool("start_indexing_background", {"repo_path": str(second)})
+        assert started.structured_content is not None
+        job_id = started.structured_content["job_id"]
+        deadline = time.monotonic() + 60
+        while True:
+            status = await client.call_tool("get_job_status", {"job_id": job_id})
+            assert status.structured_content is not None
+            if status.structured_content["status"] == "completed":
+                break
+            assert time.monotonic() < deadline, status.structured_content
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "2"], "VALIDATION_ERROR: --workers=2: several server processes need"),
+        (["--transport", "http", "--workers", "0"], "VALIDATION_ERROR: --workers=0: must be"),
+        (
+            ["--transport", "http", "--workers", "2", "--store", "memory"],
+            "VALIDATION_ERROR: --workers=2: several server processes need a shared store",
+        ),
+    ],
+)
+def test_bad_worker_counts_are_refused(args: list[str], message: str) -> None:
+    memory = args[-2:] == ["--store", "memory"]
+    proc = subprocess.run(
+        [EXE, "serve", "--port", str(unused_port()), *(args[:-2] if memory else args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(**({"CODEBASE_MCP_STORE": "memory"} if memory else {})),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(message), proc.stderr
 
 
 @pytest.mark.parametrize(

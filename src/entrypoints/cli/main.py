@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from entrypoints.mcp.server import serve  # fastmcp only for the server
 
             # stdout is the protocol on stdio: nothing else may be printed there.
-            serve(_settings(), args.transport, args.host, args.port)
+            serve(_settings(), args.transport, args.host, args.port, args.workers)
             return EXIT_OK
         return asyncio.run(_run(Run(args=args, settings=_settings(), out=out, err=err)))
     except CoreError as e:

@@ -215,6 +215,13 @@ def build_parser() -> Parser:
     sv.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"HTTP/SSE port (default {DEFAULT_PORT})"
     )
+    sv.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="HTTP server processes sharing the port (default 1); more than one serves "
+        "stateless HTTP with JSON responses, without progress notifications",
+    )
     return p
 
 

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import hmac
 import ipaddress
 import logging
 import os
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -31,6 +35,7 @@ from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 log = logging.getLogger("codebase_mcp")
 
 Transport = Literal["stdio", "http", "sse"]
+MAX_WORKERS = 64
 
 INSTRUCTIONS = """\
 Semantic code search and a development task tracker.
@@ -42,6 +47,7 @@ Every tool takes an optional project_id: each project is an isolated workspace.
 Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
 
 
+@functools.cache
 def package_version() -> str:
     try:
         return version("codebase-mcp-search")
@@ -91,8 +97,11 @@ def check_exposure(settings: Settings, transport: Transport, host: str) -> None:
         )
 
 
-def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
-    """The MCP server over the configured store, embedder and allowed roots."""
+def build_server(
+    settings: Settings | None = None, *, shares_jobs: bool = False
+) -> FastMCP[ServerState]:
+    """The MCP server over the configured store, embedder and allowed roots. ``shares_jobs``:
+    one of several server processes (``serve --workers``), of which one runs the job worker."""
     resolved = settings or Settings()
     roots = AllowedRoots(resolved.allowed_roots)
     current: dict[str, ServerState] = {}
@@ -102,8 +111,11 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
         async with contextlib.AsyncExitStack() as stack:
             workspaces = await stack.enter_async_context(open_workspaces(resolved))
             state = ServerState(workspaces=workspaces, roots=roots)
+            runs_jobs = resolved.job_worker and (
+                not shares_jobs or stack.enter_context(job_worker_turn(resolved))
+            )
             # The memory store's queue lives in this process: only its own worker can run it.
-            if resolved.job_worker or resolved.store == "memory":
+            if runs_jobs or resolved.store == "memory":
                 # Entered last, so it stops (handing its jobs back) before the pool closes.
                 state.worker = await stack.enter_async_context(running_worker(workspaces))
             current["state"] = state
@@ -154,14 +166,90 @@ def build_server(settings: Settings | None = None) -> FastMCP[ServerState]:
     return mcp
 
 
+@contextlib.contextmanager
+def job_worker_turn(settings: Settings) -> Iterator[bool]:
+    """Whether this server process runs the job worker of a ``serve --workers`` group: the
+    first to lock the data directory's ``serve-jobs.lock`` does, until it exits (the kernel
+    drops the lock of a dead process; the supervisor's replacement takes it)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.data_dir / "serve-jobs.lock", "a+b") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def worker_app() -> Starlette:
+    """One process of ``serve --workers N`` (a uvicorn factory: settings from the
+    environment). Stateless streamable HTTP with JSON responses: any process answers any
+    request, as no session lives in one; so no progress notifications (follow a long run
+    with start_indexing_background and get_job_status)."""
+    app: Starlette = build_server(Settings(), shares_jobs=True).http_app(
+        stateless_http=True, json_response=True
+    )
+    return app
+
+
 def serve(
     settings: Settings,
     transport: Transport = "stdio",
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    workers: int = 1,
 ) -> None:
-    """Run the server until it is stopped (stdin closed, or a signal)."""
+    """Run the server until it is stopped (stdin closed, or a signal). ``workers`` > 1 (HTTP
+    only): that many processes share the port (see ``worker_app``)."""
     check_exposure(settings, transport, host)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValidationFailed(
+            "--workers", workers, f"must be between 1 and {MAX_WORKERS} server processes"
+        )
+    if workers > 1 and transport != "http":
+        raise ValidationFailed(
+            "--workers", workers, "several server processes need --transport http"
+        )
+    if workers > 1 and settings.store == "memory":
+        raise ValidationFailed(
+            "--workers",
+            workers,
+            "several server processes need a shared store: the memory store lives in one "
+            "process (unset CODEBASE_MCP_STORE, or serve one process)",
+        )
+    if workers > 1:
+        import uvicorn
+
+        log.info(
+            "codebase-mcp %s on http://%s:%d (http, %d processes)",
+            package_version(),
+            host,
+            port,
+            workers,
+        )
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config(
+            "entrypoints.mcp.server:worker_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=False,
+            log_level="warning",
+        )
+        # What uvicorn.run does for workers, plus TCP_NODELAY on the shared socket: its
+        # children rebuild the socket without a protocol number, so asyncio does not set it
+        # on their connections, and Nagle's algorithm held every response back ~40 ms. An
+        # accepted connection inherits the option from the listening socket.
+        sock = config.bind_socket()
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        Multiprocess(config, sockets=[sock]).run()
+        return
     mcp = build_server(settings)
     if transport == "stdio":
         mcp.run("stdio", show_banner=False)
