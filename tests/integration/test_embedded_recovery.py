@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastmcp import Client
 
 from tests.embedding_servers import unused_port
@@ -56,9 +57,9 @@ def stop_postmaster(data_dir: Path) -> None:
         os.kill(pid, signal.SIGTERM)
 
 
-def _spawn(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def _spawn(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [CLI, "serve", "--transport", "http", "--port", str(port)],
+        [CLI, "serve", "--transport", "http", "--port", str(port), "--workers", str(workers)],
         env=embedded_env(data_dir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -66,9 +67,9 @@ def _spawn(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 @asynccontextmanager
-async def http_server(data_dir: Path) -> AsyncIterator[str]:
+async def http_server(data_dir: Path, workers: int = 1) -> AsyncIterator[str]:
     port = unused_port()
-    proc = _spawn(data_dir, port)
+    proc = _spawn(data_dir, port, workers)
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
@@ -199,4 +200,39 @@ def test_a_killed_cli_leaves_no_server_behind(tmp_path: Path) -> None:
     finally:
         if victim.poll() is None:
             victim.kill()
+        stop_postmaster(data)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_a_stopped_server_stops_its_embedded_database(tmp_path: Path, workers: int) -> None:
+    """SIGTERM ends the server gracefully, and the embedded server it started stops with it
+    (uvicorn re-raises the signal after shutdown, which skips exit handlers)."""
+    data = tmp_path / "data"
+    root = write_sample_repo(tmp_path / "repo")
+    port = unused_port()
+    proc = _spawn(data, port, workers)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(timeout=30) as http:
+            deadline = time.monotonic() + 90
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(f"{url}/health")).status_code == 200:
+                        break
+                assert proc.poll() is None and time.monotonic() < deadline
+                await asyncio.sleep(0.2)
+        async with Client(f"{url}/mcp") as client:
+            await client.call_tool("index_repository", {"repo_path": str(root)})
+            assert await search(client) is None
+        pid = postmaster_pid(data)
+        assert pid is not None and alive(pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        deadline = time.monotonic() + 15
+        while alive(pid):
+            assert time.monotonic() < deadline, "the embedded server outlived the server"
+            await asyncio.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
         stop_postmaster(data)

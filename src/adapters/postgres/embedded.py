@@ -181,6 +181,19 @@ async def start_embedded(data_dir: Path) -> str:
         ) from e
 
 
+def release_embedded(data_dir: Path) -> None:
+    """This process is done with the embedded server of ``data_dir``: it leaves the server's
+    users, and stops the server if it was the last. pgserver does so at interpreter exit, but
+    a server stopped by SIGTERM never gets there: uvicorn re-raises the signal after its
+    graceful shutdown, and the default action ends the process without exit handlers."""
+    pgserver = _import_pgserver()
+    server = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
+    if server is not None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"XDG_RUNTIME_DIR is not set")
+            server.cleanup()
+
+
 def stop_embedded(data_dir: Path) -> None:
     """Stop the embedded server of ``data_dir`` now (tests; normally it stops at exit)."""
     pgserver = _import_pgserver()

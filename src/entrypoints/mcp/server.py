@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import functools
@@ -9,7 +10,6 @@ import hmac
 import ipaddress
 import logging
 import os
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from adapters.postgres.embedded import release_embedded
 from codebase_core.errors import ValidationFailed
 from entrypoints.facade import open_workspaces
 from entrypoints.jobs import running_worker
@@ -109,6 +109,12 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_server: FastMCP[ServerState]) -> AsyncIterator[ServerState]:
         async with contextlib.AsyncExitStack() as stack:
+            if resolved.store == "postgres" and resolved.database_url is None:
+                # First in, so last out, after the pool closed: the embedded server stops
+                # with its last user (see release_embedded).
+                stack.push_async_callback(
+                    asyncio.to_thread, release_embedded, resolved.data_dir / "postgres"
+                )
             workspaces = await stack.enter_async_context(open_workspaces(resolved))
             state = ServerState(workspaces=workspaces, roots=roots)
             runs_jobs = resolved.job_worker and (
@@ -184,17 +190,6 @@ def job_worker_turn(settings: Settings) -> Iterator[bool]:
             fcntl.flock(held, fcntl.LOCK_UN)
 
 
-def worker_app() -> Starlette:
-    """One process of ``serve --workers N`` (a uvicorn factory: settings from the
-    environment). Stateless streamable HTTP with JSON responses: any process answers any
-    request, as no session lives in one; so no progress notifications (follow a long run
-    with start_indexing_background and get_job_status)."""
-    app: Starlette = build_server(Settings(), shares_jobs=True).http_app(
-        stateless_http=True, json_response=True
-    )
-    return app
-
-
 def serve(
     settings: Settings,
     transport: Transport = "stdio",
@@ -203,7 +198,7 @@ def serve(
     workers: int = 1,
 ) -> None:
     """Run the server until it is stopped (stdin closed, or a signal). ``workers`` > 1 (HTTP
-    only): that many processes share the port (see ``worker_app``)."""
+    only): that many processes share the port (see ``entrypoints.mcp.http``)."""
     check_exposure(settings, transport, host)
     if not 1 <= workers <= MAX_WORKERS:
         raise ValidationFailed(
@@ -220,39 +215,9 @@ def serve(
             "several server processes need a shared store: the memory store lives in one "
             "process (unset CODEBASE_MCP_STORE, or serve one process)",
         )
-    if workers > 1:
-        import uvicorn
-
-        log.info(
-            "codebase-mcp %s on http://%s:%d (http, %d processes)",
-            package_version(),
-            host,
-            port,
-            workers,
-        )
-        from uvicorn.supervisors import Multiprocess
-
-        config = uvicorn.Config(
-            "entrypoints.mcp.server:worker_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            access_log=False,
-            log_level="warning",
-        )
-        # What uvicorn.run does for workers, plus TCP_NODELAY on the shared socket: its
-        # children rebuild the socket without a protocol number, so asyncio does not set it
-        # on their connections, and Nagle's algorithm held every response back ~40 ms. An
-        # accepted connection inherits the option from the listening socket.
-        sock = config.bind_socket()
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        Multiprocess(config, sockets=[sock]).run()
-        return
-    mcp = build_server(settings)
     if transport == "stdio":
-        mcp.run("stdio", show_banner=False)
-    else:
-        log.info("codebase-mcp %s on http://%s:%d (%s)", package_version(), host, port, transport)
-        mcp.run(transport, show_banner=False, host=host, port=port)
+        build_server(settings).run("stdio", show_banner=False)
+        return
+    from entrypoints.mcp.http import serve_http  # uvicorn only for the HTTP transports
+
+    serve_http(settings, transport, host, port, workers)
