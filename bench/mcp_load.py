@@ -144,6 +144,28 @@ def _process_cpu(root: int) -> float | None:
     return total
 
 
+class CpuMeter:
+    """CPU milliseconds per call spent by named process trees (the server, Postgres) over a
+    stretch of calls."""
+
+    def __init__(self, roots: dict[str, int]) -> None:
+        self.roots = roots
+        self.before: dict[str, float | None] = {}
+
+    def start(self) -> None:
+        self.before = {name: _process_cpu(pid) for name, pid in self.roots.items()}
+
+    def per_call(self, calls: int) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for name, pid in self.roots.items():
+            before, after = self.before.get(name), _process_cpu(pid)
+            ok = before is not None and after is not None
+            out[f"{name}_cpu_ms_per_call"] = (
+                round((after - before) * 1000 / calls, 2) if ok else None  # type: ignore[operator]
+            )
+        return out
+
+
 def _stats(samples: list[float]) -> dict[str, float]:
     """``mcp_latency``'s p50/p95 of a call, with the slowest."""
     return {**_ms(samples), "max_ms": round(max(samples) * 1000, 1)}
@@ -165,7 +187,7 @@ async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
     return {"searches": n, **_stats(samples)}
 
 
-async def refused(url: str, clients: int, calls: int, server: int) -> dict[str, Any]:
+async def refused(url: str, clients: int, calls: int, cpu: CpuMeter) -> dict[str, Any]:
     """The transport's own cost: ``clients`` x ``calls`` searches that the server's input
     validation refuses (a NUL in the query) before any search runs."""
     connector = aiohttp.TCPConnector(limit=clients + 10)
@@ -179,25 +201,16 @@ async def refused(url: str, clients: int, calls: int, server: int) -> dict[str, 
                 if _code(result) != "VALIDATION_ERROR":
                     raise RuntimeError(result)
 
-        cpu_before = _process_cpu(server)
+        cpu.start()
         began = time.perf_counter()
         await asyncio.gather(*(client(s) for s in sessions))
         wall = time.perf_counter() - began
-        cpu_after = _process_cpu(server)
     n = clients * calls
-    return {
-        "calls": n,
-        "calls_per_s": round(n / wall, 1),
-        "server_cpu_ms_per_call": (
-            round((cpu_after - cpu_before) * 1000 / n, 2)
-            if cpu_before is not None and cpu_after is not None
-            else None
-        ),
-    }
+    return {"calls": n, "calls_per_s": round(n / wall, 1), **cpu.per_call(n)}
 
 
 async def burst(
-    url: str, health: str, queries: list[str], clients: int, searches: int, server: int
+    url: str, health: str, queries: list[str], clients: int, searches: int, cpu: CpuMeter
 ) -> dict[str, Any]:
     connector = aiohttp.TCPConnector(limit=clients + 10)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -234,12 +247,12 @@ async def burst(
         done = asyncio.Event()
         tasks = [asyncio.create_task(client(k, s)) for k, s in enumerate(sessions)]
         prober = asyncio.create_task(probe())
-        cpu_before = _process_cpu(server)
+        cpu.start()
         began = time.perf_counter()
         start.set()
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - began
-        cpu_after = _process_cpu(server)
+        spent = cpu.per_call(clients * searches)
         done.set()
         await prober
     return {
@@ -250,11 +263,7 @@ async def burst(
         **_stats(samples),
         "outcomes": dict(codes),
         "health_max_ms": round(max(health_s) * 1000, 1) if health_s else None,
-        "server_cpu_ms_per_search": (
-            round((cpu_after - cpu_before) * 1000 / (clients * searches), 2)
-            if cpu_before is not None and cpu_after is not None
-            else None
-        ),
+        **spent,
     }
 
 
@@ -305,6 +314,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.2)
         spec = json.loads(QUERIES.read_text())
         queries = [q["query"] for q in spec["queries"] if q["corpus"] == "rich"]
+        postmaster = int((tmp / "pg" / "postmaster.pid").read_text().split()[0])
+        cpu = CpuMeter({"server": server.pid, "postgres": postmaster})
         return {
             "embedder": args.embedder,
             "server_processes": args.workers,
@@ -313,9 +324,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "single_client": await single(f"{base}/mcp", queries, args.single),
             "burst": await burst(
-                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches, server.pid
+                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches, cpu
             ),
-            "refused_calls": await refused(f"{base}/mcp", args.clients, args.searches, server.pid),
+            "refused_calls": await refused(f"{base}/mcp", args.clients, args.searches, cpu),
         }
     finally:
         if server is not None:

@@ -110,12 +110,19 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
         ), f AS MATERIALIZED (
             -- BM25 / (k1 + 1): idf * tf / (tf + k1 * (1 - b + b * len / avg)), summed.
             -- The blocks are unnested in the select list (one ProjectSet step), not by a
-            -- function scan per block, which spooled each block first.
+            -- function scan per block, which spooled each block first. Each term's blocks
+            -- come from the term index (OFFSET 0 keeps the lateral lookup from being
+            -- flattened into a join): costed as random reads, the blocks of a few terms
+            -- looked dearer than reading every block of a mid-sized project, and a
+            -- sequential scan of all postings took most of the statement's time.
             SELECT x.chunk, sum(x.idf * x.tf / (x.tf + x.k + x.m * x.len)) AS raw
             FROM (
                 SELECT w.idf, w.k, w.m, unnest(p.chunks) AS chunk, unnest(p.tfs) AS tf,
                        unnest(p.doc_lens) AS len
-                FROM w JOIN {s}.postings p ON p.term = w.term {only}
+                FROM w CROSS JOIN LATERAL (
+                    SELECT p.first, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
+                    WHERE p.term = w.term OFFSET 0
+                ) p {only}
             ) x
             GROUP BY x.chunk
         ), bound AS (
