@@ -17,6 +17,8 @@ from codebase_core.ranking.rerank import (
     ceiling,
     diversify,
     named_after_query,
+    path_share,
+    path_word_weights,
     query_word_forms,
     stem_boost_share,
 )
@@ -371,3 +373,52 @@ def test_a_file_named_after_the_topic_ranks_first() -> None:
     on_ids = [s.chunk.id for s in rerank([other, named], symbol, config)]
     assert on_ids == [s.chunk.id for s in rerank([other, named], symbol, off)]
     assert on_ids[0] == other.chunk.id
+
+
+def test_a_word_in_every_candidate_path_weighs_less_in_the_path_share() -> None:
+    files = ["json.hpp", "detail/json_sax.hpp", "conversions/from_json.hpp", "input/parser.hpp"]
+    query = analyse_query("JSON parser and tokenizer")
+    weights = path_word_weights(query, files, floor=0.0)
+    assert weights["json"] < weights["parser"] == weights["tokenizer"] == 1.0
+    # Unweighted, the library's own name counts as much as the subject: a tie.
+    assert path_share(query, "json.hpp") == path_share(query, "input/parser.hpp")
+    assert path_share(query, "json.hpp", weights) < path_share(query, "input/parser.hpp", weights)
+
+
+_PATH_POOL = ["src/json.py", "src/json_parser.py", "lib/parser.go", "docs/guide.md", "a/b/c.rs"]
+_PATH_QUERIES = st.sampled_from(
+    ["json parser", "how the parser reads json", "guide to parsing", "tokenizer", "the a"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.lists(st.sampled_from(_PATH_POOL), unique=True, max_size=5),
+    query=_PATH_QUERIES,
+    floor=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_path_word_weights_stay_between_the_floor_and_one(
+    files: list[str], query: str, floor: float
+) -> None:
+    profile = analyse_query(query)
+    weights = path_word_weights(profile, files, floor)
+    assert all(floor - 1e-9 <= w <= 1.0 + 1e-9 for w in weights.values())
+    for path in _PATH_POOL:
+        assert 0.0 <= path_share(profile, path, weights) <= 1.0 + 1e-9
+    # A floor of 1 weighs every word alike: the plain share.
+    assert path_word_weights(profile, files, 1.0) == {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(st.sampled_from(_PATH_POOL), unique=True, max_size=5), query=_PATH_QUERIES)
+def test_a_word_in_fewer_candidate_paths_never_weighs_less(files: list[str], query: str) -> None:
+    profile = analyse_query(query)
+    weights = path_word_weights(profile, files, 0.0)
+
+    def holders(word: str) -> int:
+        return sum(1 for f in files if path_share(analyse_query(word), f) > 0)
+
+    for a in weights:
+        for b in weights:
+            if holders(a) < holders(b):
+                assert weights[a] >= weights[b]

@@ -28,6 +28,9 @@ class RankingConfig(BaseModel):
     definition_lookup: bool = True
     # Added, times the share of query words found in the file's name or folder.
     path_boost: float = Field(default=defaults.RANK_PATH_BOOST, ge=0.0)
+    # A query word weighs in that share by its specificity among the candidates' paths, at
+    # least this much (1.0: every word alike); see ``rerank.path_word_weights``.
+    path_word_floor: float = Field(default=defaults.RANK_PATH_WORD_FLOOR, ge=0.0, le=1.0)
     # Added when the file's whole name is one of the words of a question in words
     # (``Functor.scala`` for "how the Functor type class ...", ``parser.hpp`` for "JSON parser
     # and tokenizer"); fully for a question of at most ``stem_boost_words`` words (of three

@@ -12,6 +12,8 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    (found by the store's symbol lookup) enter with this boost alone.
 3. **Paths**: for a question in words, a chunk gains ``path_boost`` times the share of the
    query's words found in its file's name or folder (exactly, or one a prefix of the other),
+   each word weighed by how few of the candidates' paths hold it (``json`` in a JSON library
+   names nearly every file, ``parser`` one),
    and ``stem_boost`` when the file's whole name is one of the query's words (``Functor.scala``
    for "how the Functor type class defines mapping"), in part for a long question.
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
@@ -30,8 +32,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from codebase_core import lexical
 from codebase_core.models import Chunk, ScoredChunk, last_name
@@ -120,15 +123,42 @@ def _words_match(word: str, part: str) -> bool:
     return len(short) >= 3 and long_.startswith(short)
 
 
-def path_share(profile: QueryProfile, path: str) -> float:
+def _path_query_words(profile: QueryProfile) -> list[str]:
+    return [t for t in profile.terms if len(t) >= 3]
+
+
+def path_share(
+    profile: QueryProfile, path: str, weights: Mapping[str, float] | None = None
+) -> float:
     """The share of the query's words (of three letters or more) found in the file's name or
-    the folder holding it."""
-    words = [t for t in profile.terms if len(t) >= 3]
-    if not words:
+    the folder holding it, each counted by its weight in ``weights`` (1.0 when absent)."""
+    words = _path_query_words(profile)
+    w = weights or {}
+    total = sum(w.get(t, 1.0) for t in words)
+    if total <= 0:
         return 0.0
     parts = _path_words(path)
-    found = sum(1 for w in words if any(_words_match(w, p) for p in parts))
-    return found / len(words)
+    found = sum(w.get(t, 1.0) for t in words if any(_words_match(t, p) for p in parts))
+    return found / total
+
+
+def path_word_weights(
+    profile: QueryProfile, files: Collection[str], floor: float
+) -> dict[str, float]:
+    """Each query word's weight in ``path_share``: ``floor`` plus the rest times its inverse
+    document frequency among the paths of ``files`` (the candidates' files), scaled to [0, 1]:
+    1 for a word in one path (or none), ``log 2 / log(1 + n)`` for a word in all ``n``. A word
+    that names most candidates (the library's own name, its main subject) tells them apart
+    less than one that names a few."""
+    n = len(files)
+    weights: dict[str, float] = {}
+    if floor >= 1.0 or n < 2:
+        return weights
+    for word in _path_query_words(profile):
+        df = sum(1 for f in files if any(_words_match(word, p) for p in _path_words(f)))
+        idf = math.log1p(n / df) / math.log1p(n) if df else 1.0
+        weights[word] = floor + (1.0 - floor) * idf
+    return weights
 
 
 def query_word_forms(profile: QueryProfile) -> frozenset[str]:
@@ -253,11 +283,15 @@ def rerank(
         forms = query_word_forms(profile)
     stem_gain = config.stem_boost * stem_boost_share(profile, config.stem_boost_words)
     named: dict[str, bool] = {}
+    weights: dict[str, float] = {}
+    if config.path_boost > 0 and not profile.is_symbol:
+        files = {c.file_path for c in chunks.values()}
+        weights = path_word_weights(profile, files, config.path_word_floor)
     for cid, c in chunks.items():
         gain[cid] += definition_gain(c, profile, config)
         if config.path_boost > 0 and not profile.is_symbol:
             if c.file_path not in shares:
-                shares[c.file_path] = path_share(profile, c.file_path)
+                shares[c.file_path] = path_share(profile, c.file_path, weights)
             gain[cid] += config.path_boost * shares[c.file_path]
         if forms:
             if c.file_path not in named:
