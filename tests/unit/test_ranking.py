@@ -422,3 +422,17 @@ def test_a_word_in_fewer_candidate_paths_never_weighs_less(files: list[str], que
         for b in weights:
             if holders(a) < holders(b):
                 assert weights[a] >= weights[b]
+
+
+@settings(max_examples=150, deadline=None)
+@given(cands=candidates())
+def test_a_looked_up_definition_outranks_every_candidate_defining_nothing(
+    cands: list[ScoredChunk],
+) -> None:
+    found = chunk("src/defs.py", 'class Parser:\n    """Reads tokens."""', "Parser", line=1000)
+    profile = analyse_query("Parser")
+    ranked = rerank(cands, profile, RankingConfig(), [found])
+    score = {s.chunk.id: s.score for s in ranked}
+    for s in cands:
+        if not defines(s.chunk, "Parser"):
+            assert score[found.id] > score[s.chunk.id]
