@@ -58,6 +58,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no definition lookup": {"definition_lookup": False},
     "no path match": {"path_boost": 0.0, "stem_boost": 0.0},
     "no file named after a query word": {"stem_boost": 0.0},
+    "path words weighed alike": {"path_word_floor": 1.0},
     "no semantic spread floor": {"fusion": {"semantic_min_spread": 0.0}},
     "no file coherence": {"coherence_boost": 0.0},
     "no priors": {"priors": False},
