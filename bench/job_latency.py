@@ -200,17 +200,23 @@ async def resume_latency(settings: Settings, env: dict[str, str], repo: Path, ru
     }
 
 
+def bench_env(database_url: str, tmp: Path, embedder: str, project: str) -> dict[str, str]:
+    """This process's environment for a bench's servers and CLIs: its own database, data
+    directory (under ``tmp``), embedder and project."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "CODEBASE_MCP_DATA_DIR": str(tmp / "data"),
+        "CODEBASE_MCP_EMBEDDER": embedder,
+        "CODEBASE_MCP_PROJECT": project,
+    }
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="codebase-mcp-jobs-"))
     try:
         url = await start_embedded(tmp / "pg")
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "CODEBASE_MCP_DATA_DIR": str(tmp / "data"),
-            "CODEBASE_MCP_EMBEDDER": args.embedder,
-            "CODEBASE_MCP_PROJECT": "bench",
-        }
+        env = bench_env(url, tmp, args.embedder, "bench")
         os.environ.update(env)
         settings = Settings()
         await _seed_finished(settings, args.jobs)

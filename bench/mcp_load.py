@@ -35,7 +35,7 @@ import aiohttp
 import httpx
 
 from adapters.postgres.embedded import start_embedded, stop_embedded
-from bench.job_latency import free_port
+from bench.job_latency import bench_env, free_port
 from bench.mcp_latency import _ms
 from bench.retrieval import emit
 
@@ -293,13 +293,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     server: subprocess.Popen[bytes] | None = None
     try:
         db = await start_embedded(tmp / "pg")
-        env = {
-            **os.environ,
-            "DATABASE_URL": db,
-            "CODEBASE_MCP_DATA_DIR": str(tmp / "data"),
-            "CODEBASE_MCP_EMBEDDER": args.embedder,
-            "CODEBASE_MCP_PROJECT": "load",
-        }
+        env = bench_env(db, tmp, args.embedder, "load")
         chunks = await asyncio.to_thread(_index, env, args.repo)
         port = free_port()
         server = _spawn(env, port, args.workers)

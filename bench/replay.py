@@ -36,11 +36,14 @@ from entrypoints.settings import Settings
 DEPTH = 200
 
 
-class _Recorder:
-    """A store proxy that records the searches made through it."""
+class RecordingStore:
+    """A store proxy that records the searches made through it: each vector and lexical
+    search is fetched once at ``depth`` (a top-k is the head of a longer ranked list) and
+    answered from that list after."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, depth: int = DEPTH) -> None:
         self._store = store
+        self._depth = depth
         self.vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
         self.lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
         self.defs: dict[tuple[tuple[str, ...], SearchFilters], list[Chunk]] = {}
@@ -48,23 +51,33 @@ class _Recorder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
+    async def _head(
+        self, lists: dict[Any, Any], key: Any, fetch: Any, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        if key not in lists:
+            lists[key] = await fetch(self._depth)
+        hits, total = lists[key]
+        return hits[:limit], total
+
     async def vector_search(
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
-        key = (tuple(vector), filters)
-        if key not in self.vector:
-            self.vector[key] = await self._store.vector_search(vector, filters, DEPTH)
-        hits, total = self.vector[key]
-        return hits[:limit], total
+        return await self._head(
+            self.vector,
+            (tuple(vector), filters),
+            lambda depth: self._store.vector_search(vector, filters, depth),
+            limit,
+        )
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
-        key = (tuple(terms), filters)
-        if key not in self.lexical:
-            self.lexical[key] = await self._store.lexical_search(terms, filters, DEPTH)
-        hits, total = self.lexical[key]
-        return hits[:limit], total
+        return await self._head(
+            self.lexical,
+            (tuple(terms), filters),
+            lambda depth: self._store.lexical_search(terms, filters, depth),
+            limit,
+        )
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int
@@ -75,7 +88,7 @@ class _Recorder:
         return self.defs[key][:limit]
 
 
-class _Replay(_Recorder):
+class _Replay(RecordingStore):
     """Answers from recorded lists only."""
 
     def __init__(self, data: dict[str, Any]) -> None:
@@ -118,7 +131,7 @@ async def _record_one(
         if repo.embedding_model:
             await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
         service = await cb.search_service()
-        rec = _Recorder(cb.store)
+        rec = RecordingStore(cb.store)
         service._store = rec  # type: ignore[assignment]
         vectors: dict[str, list[float]] = {}
         emb = await service._embedder.get()
@@ -196,7 +209,7 @@ async def record_own(settings: Settings, out: Path) -> None:
                 if repo.embedding_model:
                     await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
             service = await cb.search_service()
-            rec = _Recorder(cb.store)
+            rec = RecordingStore(cb.store)
             service._store = rec  # type: ignore[assignment]
             emb = await service._embedder.get()
             vectors: dict[str, list[float]] = {}

@@ -30,13 +30,12 @@ import numpy as np
 
 from bench.cosqa_eval import DEFAULT_DATA, write_corpus
 from bench.own_eval import QUERIES as OWN_QUERIES
+from bench.replay import RecordingStore
 from bench.retrieval import emit, metrics, rank_of
 from codebase_core.fusion import FusionConfig
 from codebase_core.models import (
     Chunk,
     Embeddings,
-    ScoredChunk,
-    SearchFilters,
     SearchMode,
     SearchQuery,
 )
@@ -46,37 +45,6 @@ from entrypoints.container import running_container
 from entrypoints.settings import Settings
 
 MAX_DEPTH = 100
-
-
-class _Recorded:
-    """A store proxy answering vector and lexical searches from lists fetched once at
-    MAX_DEPTH (a top-k is the head of a longer ranked list)."""
-
-    def __init__(self, store: ChunkStore) -> None:
-        self._store = store
-        self._vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
-        self._lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def vector_search(
-        self, vector: Sequence[float], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        key = (tuple(vector), filters)
-        if key not in self._vector:
-            self._vector[key] = await self._store.vector_search(vector, filters, MAX_DEPTH)
-        hits, total = self._vector[key]
-        return hits[:limit], total
-
-    async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        key = (tuple(terms), filters)
-        if key not in self._lexical:
-            self._lexical[key] = await self._store.lexical_search(terms, filters, MAX_DEPTH)
-        hits, total = self._lexical[key]
-        return hits[:limit], total
 
 
 class _QueryCache:
@@ -220,7 +188,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for q in own_spec
             ],
         }
-        recorded = _Recorded(store)
+        recorded = RecordingStore(store, MAX_DEPTH)
         cached = _QueryCache(embedder)
         result: dict[str, Any] = {
             "embedder": embedder.model,

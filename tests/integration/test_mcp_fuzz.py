@@ -153,6 +153,19 @@ def test_any_arguments_give_coded_errors(
     assert listed.structured_content is not None
 
 
+def _refusal(
+    fuzzed: tuple[Portal, Client[Any], dict[str, dict[str, Any]], str],
+    tool: str,
+    args: dict[str, Any],
+) -> str:
+    """The error text of a call that must fail."""
+    portal, client, _tools, _project = fuzzed
+    result = portal.run(client.call_tool(tool, args, raise_on_error=False))
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error, text
+    return text
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "field"),
     [
@@ -176,10 +189,8 @@ def test_a_nul_byte_names_its_field(
     args: dict[str, Any],
     field: str,
 ) -> None:
-    portal, client, _tools, _project = fuzzed
-    result = portal.run(client.call_tool(tool, args, raise_on_error=False))
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert result.is_error and text.startswith(f"VALIDATION_ERROR: {field}="), text
+    text = _refusal(fuzzed, tool, args)
+    assert text.startswith(f"VALIDATION_ERROR: {field}="), text
     assert "NUL" in text
 
 
@@ -204,10 +215,8 @@ def test_numbers_and_types_are_strict(
     args: dict[str, Any],
     field: str,
 ) -> None:
-    portal, client, _tools, _project = fuzzed
-    result = portal.run(client.call_tool(tool, args, raise_on_error=False))
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert result.is_error and text.startswith(("VALIDATION_ERROR", "INVALID_LIMIT")), text
+    text = _refusal(fuzzed, tool, args)
+    assert text.startswith(("VALIDATION_ERROR", "INVALID_LIMIT")), text
     assert field in text
 
 

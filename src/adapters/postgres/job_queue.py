@@ -122,11 +122,15 @@ class PgJobQueue:
 
     async def get(self, job_id: str) -> Job:
         async with self._db.connection() as conn:
-            row = await conn.fetchrow(
-                f"SELECT {_COLUMNS} FROM {_T} WHERE id = $1::uuid AND queue = $2",
-                job_id,
-                self._queue,
-            )
+            return await self._fetch(conn, job_id)
+
+    async def _fetch(self, conn: asyncpg.Connection, job_id: str, lock: str = "") -> Job:
+        """The job of this queue (``lock``: a row-locking clause), or ``JOB_NOT_FOUND``."""
+        row = await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM {_T} WHERE id = $1::uuid AND queue = $2 {lock}",
+            job_id,
+            self._queue,
+        )
         if row is None:
             raise job_not_found(job_id)
         return _job(row)
@@ -202,14 +206,7 @@ class PgJobQueue:
 
     async def _held(self, conn: asyncpg.Connection, job_id: str, worker_id: str) -> Job:
         """The job, row-locked for this transaction, if ``worker_id`` holds it."""
-        row = await conn.fetchrow(
-            f"SELECT {_COLUMNS} FROM {_T} WHERE id = $1::uuid AND queue = $2 FOR UPDATE",
-            job_id,
-            self._queue,
-        )
-        if row is None:
-            raise job_not_found(job_id)
-        return check_held(_job(row), worker_id)
+        return check_held(await self._fetch(conn, job_id, "FOR UPDATE"), worker_id)
 
     async def renew(
         self, job_id: str, worker_id: str, lease_s: float, progress: JobProgress | None

@@ -30,23 +30,43 @@ _PHASE_SPAN: dict[ProgressPhase, tuple[float, float]] = {
 }
 
 
-def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCallback:
-    """An indexing progress callback that sends MCP progress notifications (0-100); the
-    ``run``-th of ``runs`` indexing runs of one request covers its share of the scale.
+class _Notifier:
+    """MCP progress notifications (0-100) of the ``run``-th of ``runs`` runs of one request,
+    which covers its share of the scale. Clients that honour them reset their request
+    timeout on each one. Once a notification fails (the client went away), the work goes on
+    without reporting."""
 
-    Clients that honour them reset their request timeout on each one. Once a notification
-    fails (the client went away), the run goes on without reporting.
-    """
+    def __init__(self, ctx: Context, run: int, runs: int) -> None:
+        self.ctx, self.run, self.runs = ctx, run, runs
+        self.live = True
+
+    def scaled(self, percent: float) -> float:
+        return (self.run * 100.0 + percent) / self.runs
+
+    async def send(self, value: float, message: str) -> None:
+        if not self.live:
+            return
+        if self.runs > 1:
+            message = f"repository {self.run + 1}/{self.runs}: {message}"
+        try:
+            await self.ctx.report_progress(value, 100.0, message)
+        except Exception:  # any failure to notify: the work itself must not stop for it
+            self.live = False
+            log.debug("progress notification failed; indexing goes on", exc_info=True)
+
+
+def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCallback:
+    """An indexing progress callback that sends MCP progress notifications (see
+    ``_Notifier``)."""
+    notifier = _Notifier(ctx, run, runs)
     highest = 0.0
-    live = True
 
     async def report(phase: ProgressPhase, done: int, total: int) -> None:
-        nonlocal highest, live
+        nonlocal highest
         low, high = _PHASE_SPAN[phase]
         within = low + (high - low) * (done / total if total else 1.0)
-        value = max(highest, (run * 100.0 + within) / runs)
-        highest = value
-        if not live:
+        highest = max(highest, notifier.scaled(within))
+        if not notifier.live:
             return
         if phase == "waiting":
             message = "waiting: another process is indexing this repository"
@@ -56,45 +76,26 @@ def progress_reporter(ctx: Context, run: int = 0, runs: int = 1) -> ProgressCall
             message = f"embedding {done}/{total} chunks"
         else:
             message = phase
-        if runs > 1:
-            message = f"repository {run + 1}/{runs}: {message}"
-        try:
-            await ctx.report_progress(value, 100.0, message)
-        except Exception:  # any failure to notify: the run itself must not stop for it
-            live = False
-            log.debug("progress notification failed; indexing goes on", exc_info=True)
+        await notifier.send(highest, message)
 
     return report
 
 
 def job_progress(ctx: Context, run: int = 0, runs: int = 1) -> JobWatcher:
-    """MCP progress notifications (0-100) from a job's readings; the ``run``-th of ``runs``
-    jobs of one request covers its share of the scale.
-
-    Clients that honour them reset their request timeout on each one. Once a notification
-    fails (the client went away), the job goes on without reporting.
-    """
-    live = True
+    """MCP progress notifications (see ``_Notifier``) from a job's readings, each sent once."""
+    notifier = _Notifier(ctx, run, runs)
     last: tuple[float, str] | None = None
 
     async def watch(job: Job) -> None:
-        nonlocal live, last
-        if not live:
-            return
-        value = (run * 100.0 + job.progress_percentage) / runs
+        nonlocal last
+        value = notifier.scaled(job.progress_percentage)
         message = job.progress_message
         if job.status.value in ("pending", "blocked"):
             message = f"{job.status.value}: {message}"
-        if runs > 1:
-            message = f"repository {run + 1}/{runs}: {message}"
         if (value, message) == last:
             return
         last = (value, message)
-        try:
-            await ctx.report_progress(value, 100.0, message)
-        except Exception:  # any failure to notify: the job itself must not stop for it
-            live = False
-            log.debug("progress notification failed; indexing goes on", exc_info=True)
+        await notifier.send(value, message)
 
     return watch
 
