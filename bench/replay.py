@@ -105,7 +105,7 @@ class _Replay(RecordingStore):
     async def get_repository(self, repository_id: str) -> Repository:
         return next(r for r in self._repos if r.id == repository_id)
 
-    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
         return {}
 
 

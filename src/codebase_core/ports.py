@@ -6,7 +6,7 @@ CPU work over a string: making them coroutines would only add scheduling overhea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -115,6 +115,12 @@ class ChunkStore(Protocol):
 
     async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
         """The indexed snapshot text of the given files (missing ones are left out)."""
+        ...
+
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
+        """For each of ``chunks`` still indexed, by id: the ``CONTEXT_LINES`` lines before
+        and after it in its file's indexed text, each group joined by ``\n`` (what
+        ``models.context_lines`` gives). A search asks this of its hits only."""
         ...
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
@@ -309,7 +315,8 @@ class SourceTree(Protocol):
     had to skip for a reason the user should see (unreadable) in ``errors``. ``read_text``
     decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded
     (``read_texts`` returns it in the file's place). ``changed`` never raises for a file: one
-    it cannot read counts as changed.
+    it cannot read counts as changed, and every file ``changed`` reports, ``touched`` reports
+    too.
     """
 
     async def scan(self, root: str) -> ScanResult:
@@ -323,6 +330,12 @@ class SourceTree(Protocol):
     async def read_texts(self, root: str, paths: Sequence[str]) -> list[str | FileUnreadable]:
         """``read_text`` of each of ``paths``, in order, with the ``FileUnreadable`` a file
         raised in its place (a batch costs one hop to a thread, not one per file)."""
+        ...
+
+    async def touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
+        """Of ``paths``, the files that may differ from the text indexed at ``since``: gone, or
+        modified after it (every one when ``since`` is None). Nothing is read: a stat per
+        file, so a search checks its hits' files cheaply and hashes only these."""
         ...
 
     async def changed(

@@ -10,7 +10,7 @@ import pytest
 
 from codebase_core import lexical
 from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
-from codebase_core.models import SearchFilters
+from codebase_core.models import CONTEXT_LINES, SearchFilters, split_lines
 from codebase_core.ports import ChunkStore
 from tests.factories import FileBatch, file_batch, repo, symbol_of
 
@@ -76,6 +76,34 @@ async def test_unknown_repository_raises(chunk_store: ChunkStore) -> None:
         await chunk_store.delete_repository("missing")
     with pytest.raises(RepositoryNotFound):
         await chunk_store.replace_files("missing", [file_batch("missing", "a.py", ["x = 1"])])
+
+
+async def test_hit_contexts_are_the_lines_around_each_chunk(chunk_store: ChunkStore) -> None:
+    await chunk_store.save_repository(repo("r1", "/repos/r1", "one"))
+    pieces = [f"line_{i} = {i}" for i in range(1, 15)] + ["def f():\n    return 1"]
+    pieces += [f"tail_{i} = {i}" for i in range(1, 13)]
+    await chunk_store.replace_files("r1", [file_batch("r1", "a.py", pieces)])
+    batch = file_batch("r1", "b.py", ["only = 1"])
+    await chunk_store.replace_files("r1", [batch])
+    chunks = {c.content: c for c in await chunk_store.chunks("r1")}
+    text = "\n".join(pieces)
+    lines = split_lines(text)
+    wanted = [chunks["def f():\n    return 1"], chunks["line_1 = 1"], chunks["tail_12 = 12"]]
+    got = await chunk_store.hit_contexts([*wanted, batch.chunks[0]])
+    for c in wanted:
+        assert got[c.id] == (
+            "\n".join(lines[max(0, c.start_line - 1 - CONTEXT_LINES) : c.start_line - 1]),
+            "\n".join(lines[c.end_line : c.end_line + CONTEXT_LINES]),
+        )
+    f = chunks["def f():\n    return 1"]
+    assert got[f.id][0].splitlines() == [f"line_{i} = {i}" for i in range(5, 15)]
+    assert got[f.id][1].splitlines() == [f"tail_{i} = {i}" for i in range(1, 11)]
+    assert got[batch.chunks[0].id] == ("", "")
+    assert await chunk_store.hit_contexts([]) == {}
+    # A chunk no longer indexed (its file re-written without it, or deleted) has none.
+    await chunk_store.replace_files("r1", [file_batch("r1", "a.py", ["x = 1"])])
+    await chunk_store.delete_files("r1", ["b.py"])
+    assert await chunk_store.hit_contexts([f, batch.chunks[0]]) == {}
 
 
 async def test_file_hashes_texts_and_chunks(chunk_store: ChunkStore) -> None:

@@ -1,5 +1,5 @@
-"""SourceTree contract, on the in-memory tree and on the local filesystem: what ``changed``
-reports and what ``read_texts`` returns, whatever holds the files."""
+"""SourceTree contract, on the in-memory tree and on the local filesystem: what ``touched``
+and ``changed`` report and what ``read_texts`` returns, whatever holds the files."""
 
 from __future__ import annotations
 
@@ -104,6 +104,27 @@ async def test_only_the_files_asked_about(tree: Tree) -> None:
     tree.files.write("b.py", "y = 3\n")
     assert await tree.source.changed(tree.root, {"a.py": indexed["a.py"]}, None) == set()
     assert await tree.source.changed(tree.root, {"gone.py": "0" * 64}, None) == {"gone.py"}
+
+
+async def test_touched_is_every_file_that_may_have_changed(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    tree.files.write("b.py", "y = 2\n")
+    tree.files.write("c.py", "z = 3\n")
+    indexed = await _indexed(tree)
+    paths = [*indexed, "never.py"]
+    # Nothing modified since a moment after the writes: only the file that never was.
+    later = utcnow() + timedelta(seconds=60)
+    assert await tree.source.touched(tree.root, paths, later) == {"never.py"}
+    # Without a time, every file may differ from what was indexed.
+    assert await tree.source.touched(tree.root, paths, None) == set(paths)
+    began = utcnow() - timedelta(seconds=60)
+    tree.files.write("a.py", "x = 10\n")
+    tree.files.write("b.py", "y = 2\n")  # the same bytes: touched, not changed
+    tree.files.remove("c.py")
+    touched = await tree.source.touched(tree.root, indexed, began)
+    assert touched >= {"a.py", "b.py", "c.py"}
+    assert await tree.source.changed(tree.root, indexed, began) == {"a.py", "c.py"}
+    assert await tree.source.touched("/no/such/root", ["a.py"], later) == {"a.py"}
 
 
 async def test_a_missing_root_changes_everything(tree: Tree) -> None:

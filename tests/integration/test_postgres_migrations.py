@@ -181,3 +181,38 @@ async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
     finally:
         await db.close()
         await drop_projects_async(pg_url, [written])
+
+
+async def test_chunks_written_before_contexts_were_kept_get_them_from_the_file(
+    db: PgDatabase, project: str
+) -> None:
+    """Chunks of a workspace indexed before version 9 have no stored context: a search cuts
+    it from the file bodies, the same lines; chunks written since have theirs, and a file's
+    replacement leaves no context of its old chunks behind."""
+    files = core_sources()
+    store = PgChunkStore(db, project)
+    result = await indexing_service(store, files).index("/repo")
+    chunks = await store.chunks(result.repository_id)
+    assert len(chunks) > 100
+    stored = await store.hit_contexts(chunks)
+    assert set(stored) == {c.id for c in chunks}
+    assert any(before and after for before, after in stored.values())
+    q = (await store.workspace()).quoted
+    async with db.connection() as conn:
+        await conn.execute(f"DELETE FROM {q}.chunk_context")
+    assert await store.hit_contexts(chunks) == stored
+    edited = dict(files)
+    edited["errors.py"] = edited["errors.py"].replace("class ", "class Edited", 3)
+    await indexing_service(store, edited).index("/repo")
+    async with db.connection() as conn:
+        orphans = await conn.fetchval(
+            f"SELECT count(*) FROM {q}.chunk_context x "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {q}.chunks c WHERE c.seq = x.seq)"
+        )
+        kept = await conn.fetchval(f"SELECT count(*) FROM {q}.chunk_context")
+    now = await store.chunks(result.repository_id)
+    assert orphans == 0
+    assert kept == sum(1 for c in now if c.file_path == "errors.py")
+    assert await store.hit_contexts(now) == {
+        c.id: stored[c.id] for c in now if c.file_path != "errors.py"
+    } | await store.hit_contexts([c for c in now if c.file_path == "errors.py"])

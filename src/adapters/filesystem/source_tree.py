@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from adapters.filesystem._content import inside, read_regular, reason, resolve_root
@@ -111,40 +111,61 @@ class LocalSourceTree:
                 out.append(e)
         return out
 
+    async def touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
+        """Files of ``paths`` gone or modified after ``since``; see ``SourceTree.touched``."""
+        return await asyncio.to_thread(self._touched, root, paths, since)
+
     async def changed(
         self, root: str, indexed: Mapping[str, str], since: datetime | None
     ) -> set[str]:
         """Files of ``indexed`` gone or different now; see ``SourceTree.changed``."""
         return await asyncio.to_thread(self._changed, root, dict(indexed), since)
 
-    def _changed(self, root: str, indexed: dict[str, str], since: datetime | None) -> set[str]:
-        out: set[str] = set()
+    def _touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
         try:
             base = resolve_root(root)
         except ValidationFailed:
-            return set(indexed)
+            return set(paths)
         # File times come from a coarse clock (and FAT/SMB keep 2 s, NFS servers drift): a
         # write just after the run began may carry an earlier time, so look a little further
         # back. Costs a hash of the hits edited shortly before indexing, nothing else.
         cutoff = since.timestamp() - MTIME_SLACK_S if since is not None else None
-        for rel, indexed_hash in indexed.items():
+        out: set[str] = set()
+        for rel in paths:
             path = os.path.join(base, rel)
             try:
                 # Both the link and what it leads to: swapping a file for a link to an older
                 # one changes the link's times only.
                 st, lst = os.stat(path), os.lstat(path)
-                newest = max(st.st_mtime, st.st_ctime, lst.st_mtime, lst.st_ctime)
-                if cutoff is not None and newest <= cutoff:
-                    continue
+            except OSError:
+                out.add(rel)
+                continue
+            newest = max(st.st_mtime, st.st_ctime, lst.st_mtime, lst.st_ctime)
+            if cutoff is None or newest > cutoff:
+                out.add(rel)
+        return out
+
+    def _changed(self, root: str, indexed: dict[str, str], since: datetime | None) -> set[str]:
+        try:
+            base = resolve_root(root)
+        except ValidationFailed:
+            return set(indexed)
+        out: set[str] = set()
+        for rel in self._touched(root, indexed, since):
+            path = os.path.join(base, rel)
+            try:
                 # What the scan would not index counts as changed, without reading it.
-                if not inside(os.path.realpath(path), base) or st.st_size > self._max_file_bytes:
+                if (
+                    not inside(os.path.realpath(path), base)
+                    or os.stat(path).st_size > self._max_file_bytes
+                ):
                     out.add(rel)
                     continue
                 data = read_regular(path, self._max_file_bytes, follow=True)
             except OSError:
                 out.add(rel)
                 continue
-            if data is None or hashlib.sha256(data).hexdigest() != indexed_hash:
+            if data is None or hashlib.sha256(data).hexdigest() != indexed[rel]:
                 out.add(rel)
         return out
 

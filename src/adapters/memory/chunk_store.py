@@ -14,11 +14,14 @@ from codebase_core import lexical
 from codebase_core.errors import RepositoryBusy, RepositoryNotFound
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import (
+    CONTEXT_LINES,
     Chunk,
     Repository,
     ScoredChunk,
     SearchFilters,
     SourceFile,
+    context_lines,
+    split_lines,
     symbol_names,
 )
 from codebase_core.ports import IndexedFile
@@ -210,6 +213,21 @@ class InMemoryChunkStore:
     async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
         stored_files = self._files.get(repository_id, {})
         return {p: stored_files[p].text for p in paths if p in stored_files}
+
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        split: dict[tuple[str, str], list[str]] = {}
+        for c in chunks:
+            stored = self._files.get(c.repository_id, {}).get(c.file_path)
+            if stored is None or c.id not in stored.chunk_ids:
+                continue
+            key = (c.repository_id, c.file_path)
+            if key not in split:
+                split[key] = split_lines(stored.text)
+            out[c.id] = context_lines(
+                stored.text, c.content, c.start_line, c.end_line, CONTEXT_LINES, split[key]
+            )
+        return out
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
         stored_files = self._files_of(repository_id)

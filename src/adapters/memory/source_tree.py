@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from codebase_core.errors import FileUnreadable, ValidationFailed
@@ -33,18 +33,20 @@ class InMemorySourceTree:
         self._trees.get(root, {}).pop(path, None)
         self._mtimes.pop((root, path), None)
 
+    async def touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
+        files = self._trees.get(root, {})
+        return {
+            p for p in paths if p not in files or since is None or self._mtimes[(root, p)] > since
+        }
+
     async def changed(
         self, root: str, indexed: Mapping[str, str], since: datetime | None
     ) -> set[str]:
         files = self._trees.get(root, {})
         out: set[str] = set()
-        for path, indexed_hash in indexed.items():
+        for path in await self.touched(root, indexed, since):
             data = files.get(path)
-            if data is None:
-                out.add(path)
-                continue
-            touched = since is None or self._mtimes[(root, path)] > since
-            if touched and sha256_hex(data) != indexed_hash:
+            if data is None or sha256_hex(data) != indexed[path]:
                 out.add(path)
         return out
 

@@ -4,18 +4,16 @@ and hits whose file changed on disk marked ``stale``."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 from codebase_core.errors import RepositoryNotFound
 from codebase_core.models import (
-    CONTEXT_LINES,
     Chunk,
     Location,
+    Repository,
     ScoredChunk,
     SearchHit,
-    context_lines,
-    split_lines,
 )
 from codebase_core.ports import ChunkStore, SourceTree
 from codebase_core.services.together import together
@@ -64,36 +62,29 @@ def collapse(ranked: Sequence[ScoredChunk], limit: int) -> list[tuple[ScoredChun
 
 
 async def build_hits(
-    store: ChunkStore, source: SourceTree | None, kept: Sequence[tuple[ScoredChunk, list[Location]]]
+    store: ChunkStore,
+    source: SourceTree | None,
+    kept: Sequence[tuple[ScoredChunk, list[Location]]],
+    repositories: Mapping[str, Repository] | None = None,
 ) -> list[SearchHit]:
     """The hits of ``kept`` (see ``collapse``), with context from the indexed text of each
-    file and ``stale`` set where ``source`` finds the file changed on disk."""
+    file and ``stale`` set where ``source`` finds the file changed on disk. ``repositories``:
+    those the search listed already, by id (others are read from the store)."""
     wanted: dict[str, set[str]] = defaultdict(set)
     for sc, _ in kept:
         wanted[sc.chunk.repository_id].add(sc.chunk.file_path)
-    texts: dict[tuple[str, str], str] = {}
-    stale: set[tuple[str, str]] = set()
-    for repo_id, paths in wanted.items():
-        # Both at once (a pooled store answers on two connections).
-        found, changed = await together(
-            store.file_texts(repo_id, sorted(paths)),
-            _changed_on_disk(store, source, repo_id, paths),
-        )
-        texts.update(((repo_id, path), text) for path, text in found.items())
-        stale.update((repo_id, p) for p in changed)
-    # A file with several hits is split once; one hit reads around itself (see context_lines).
-    per_file = Counter((sc.chunk.repository_id, sc.chunk.file_path) for sc, _ in kept)
-    split: dict[tuple[str, str], list[str]] = {}
+    if not kept:
+        return []
+    # The hits' context and the stale check at once (a pooled store answers on two
+    # connections).
+    contexts, stale = await together(
+        store.hit_contexts([sc.chunk for sc, _ in kept]),
+        _stale(store, source, wanted, repositories or {}),
+    )
     hits: list[SearchHit] = []
     for sc, others in kept:
         c = sc.chunk
-        key = (c.repository_id, c.file_path)
-        text = texts.get(key, "")
-        if per_file[key] > 1 and key not in split:
-            split[key] = split_lines(text)
-        before, after = context_lines(
-            text, c.content, c.start_line, c.end_line, CONTEXT_LINES, split.get(key)
-        )
+        before, after = contexts.get(c.id, ("", ""))
         hits.append(
             SearchHit(
                 chunk_id=c.id,
@@ -115,15 +106,36 @@ async def build_hits(
     return hits
 
 
+async def _stale(
+    store: ChunkStore,
+    source: SourceTree | None,
+    wanted: Mapping[str, set[str]],
+    repositories: Mapping[str, Repository],
+) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for repo_id, paths in wanted.items():
+        changed = await _changed_on_disk(store, source, repo_id, paths, repositories.get(repo_id))
+        out.update((repo_id, p) for p in changed)
+    return out
+
+
 async def _changed_on_disk(
-    store: ChunkStore, source: SourceTree | None, repo_id: str, paths: set[str]
+    store: ChunkStore,
+    source: SourceTree | None,
+    repo_id: str,
+    paths: set[str],
+    known: Repository | None,
 ) -> set[str]:
+    """The files of ``paths`` changed on disk since they were indexed: a stat of each, then
+    the indexed hashes of the few touched since (usually none) compared with their bytes."""
     if source is None:
         return set()
     try:
-        repo, indexed = await together(
-            store.get_repository(repo_id), store.file_hashes(repo_id, sorted(paths))
-        )
+        repo = known or await store.get_repository(repo_id)
     except RepositoryNotFound:  # deleted while this search ran
         return set(paths)
+    touched = await source.touched(repo.path, paths, repo.indexed_at)
+    if not touched:
+        return set()
+    indexed = await store.file_hashes(repo_id, sorted(touched))
     return await source.changed(repo.path, indexed, repo.indexed_at)

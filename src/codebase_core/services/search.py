@@ -111,6 +111,9 @@ class _Scope:
     vectored: list[Repository]
     lexical_only: list[Repository]
 
+    def by_id(self) -> dict[str, Repository]:
+        return {r.id: r for r in (*self.vectored, *self.lexical_only)}
+
 
 @dataclass(slots=True)
 class _Dense:
@@ -119,6 +122,8 @@ class _Dense:
     hits: list[ScoredChunk]
     total: int
     lexical_only: list[Repository]
+    repositories: dict[str, Repository]
+    """The repositories listed for the search, by id (for its hits' stale check)."""
     extra: list[ScoredChunk] = field(default_factory=list)
     """Semantic mode: lexical hits of the ``lexical_only`` repositories."""
     extra_total: int = 0
@@ -228,7 +233,12 @@ class SearchService:
                     profile.names, query.filters, DEFINITIONS_LOOKED_UP
                 )
             ranked = rerank(ranked, profile, ranking, found)
-        hits = await build_hits(self._store, self._source, collapse(ranked, query.limit))
+        hits = await build_hits(
+            self._store,
+            self._source,
+            collapse(ranked, query.limit),
+            dense.repositories if dense else None,
+        )
         return SearchResult(
             query=query.text,
             mode=mode,
@@ -282,6 +292,7 @@ class SearchService:
             hits=[ScoredChunk.of(s.chunk, min(1.0, max(0.0, (1.0 + s.score) / 2.0))) for s in raw],
             total=total,
             lexical_only=scope.lexical_only,
+            repositories=scope.by_id(),
             extra=extra,
             extra_total=extra_total,
         )

@@ -15,7 +15,13 @@ import numpy as np
 
 from adapters.postgres import postings
 from codebase_core import lexical
-from codebase_core.models import Chunk, file_extension
+from codebase_core.models import (
+    CONTEXT_LINES,
+    Chunk,
+    context_lines,
+    file_extension,
+    split_lines,
+)
 from codebase_core.ports import IndexedFile
 
 FILE_COLUMNS = ("repo_id", "path", "language", "content_hash", "size", "body")
@@ -37,6 +43,7 @@ CHUNK_COLUMNS = (
     "terms",
     "embedding",
 )
+CONTEXT_COLUMNS = ("seq", "before", "after")
 # The columns of a ``Chunk``, named as its fields (``chunk_of`` reads them), on alias ``c``.
 SELECT_CHUNK = (
     "c.id, c.repo_id AS repository_id, c.file_path, c.language, c.symbol, c.kind, "
@@ -59,12 +66,14 @@ def chunk_of(row: asyncpg.Record) -> Chunk:
 
 @dataclass(slots=True)
 class Rows:
-    """What one write copies in: file and chunk records (``FILE_COLUMNS``, ``CHUNK_COLUMNS``),
+    """What one write copies in: file, chunk and context records (``FILE_COLUMNS``,
+    ``CHUNK_COLUMNS``, ``CONTEXT_COLUMNS``),
     the binary COPY data of their postings blocks (``postings.COLUMNS``), the document
     statistics they add, and the dimension of their vectors (None without vectors)."""
 
     files: list[tuple[Any, ...]]
     chunks: list[tuple[Any, ...]]
+    contexts: list[tuple[Any, ...]]
     postings: bytes
     n_docs: int
     total_len: int
@@ -76,6 +85,7 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
     order (one seq per chunk)."""
     file_rows: list[tuple[Any, ...]] = []
     chunk_rows: list[tuple[Any, ...]] = []
+    context_rows: list[tuple[Any, ...]] = []
     keys_all: list[int] = []
     tfs_all: list[int] = []
     per_chunk: list[int] = []
@@ -92,8 +102,13 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
         file_rows.append((repo_id, sf.path, sf.language, sf.content_hash, sf.size, f.text))
         ext = file_extension(sf.path)
         vectors = f.vectors
+        lines = split_lines(f.text) if f.chunks else []
         for i, c in enumerate(f.chunks):
             seq = next(it)
+            before, after = context_lines(
+                f.text, c.content, c.start_line, c.end_line, CONTEXT_LINES, lines
+            )
+            context_rows.append((seq, before, after))
             terms = lexical.document_terms(c.content, c.file_path, c.symbol)
             tfs = list(terms.values())
             doc_len = sum(tfs)
@@ -135,4 +150,6 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
         np.repeat(np.asarray(doc_lens, dtype=np.int32), counts),
         np.repeat(np.asarray(block_group, dtype=np.int64), counts),
     )
-    return Rows(file_rows, chunk_rows, blocks, len(chunk_rows), int(sum(doc_lens)), dimension)
+    return Rows(
+        file_rows, chunk_rows, context_rows, blocks, len(chunk_rows), int(sum(doc_lens)), dimension
+    )

@@ -87,6 +87,8 @@ class ProjectSession:
                 DELETE FROM {s}.chunks WHERE {where}
                 RETURNING seq, repo_id, file_path, language, doc_len, terms, content_hash,
                           embedding
+            ), context AS (
+                DELETE FROM {s}.chunk_context x USING old o WHERE x.seq = o.seq
             ), gone AS (
                 -- A block of a term starts at the first chunk holding it of its file and
                 -- language (see rows.build_rows).

@@ -22,6 +22,7 @@ from adapters.postgres.chunk_store.lexical_search import ranked, top_rows
 from adapters.postgres.chunk_store.model_guard import ModelGuard
 from adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
+    CONTEXT_COLUMNS,
     FILE_COLUMNS,
     SELECT_CHUNK,
     build_rows,
@@ -33,7 +34,14 @@ from adapters.postgres.chunk_store.session import ProjectSession
 from adapters.postgres.chunk_store.vector_search import VectorSearch
 from adapters.postgres.database import PgDatabase, Workspace, lock_key
 from codebase_core.errors import RepositoryBusy, RepositoryNotFound
-from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters
+from codebase_core.models import (
+    CONTEXT_LINES,
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    context_lines,
+)
 from codebase_core.ports import IndexedFile
 
 
@@ -168,6 +176,12 @@ class PgChunkStore:
                 await conn.copy_records_to_table(
                     "chunks", schema_name=db.schema, columns=CHUNK_COLUMNS, records=rows.chunks
                 )
+                await conn.copy_records_to_table(
+                    "chunk_context",
+                    schema_name=db.schema,
+                    columns=CONTEXT_COLUMNS,
+                    records=rows.contexts,
+                )
                 await conn.copy_to_table(
                     "postings",
                     source=io.BytesIO(rows.postings),
@@ -204,6 +218,51 @@ class PgChunkStore:
                 list(paths),
             )
         return {r["path"]: r["body"] for r in rows}
+
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
+        wanted: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            wanted.setdefault(c.repository_id, []).append(c)
+        out: dict[str, tuple[str, str]] = {}
+        async with self._session() as db:
+            for repo_id, some in wanted.items():
+                rows = await db.conn.fetch(
+                    f"SELECT c.id, x.before, x.after FROM {db.s}.chunks c "
+                    f"LEFT JOIN {db.s}.chunk_context x ON x.seq = c.seq "
+                    "WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) "
+                    "AND c.id = ANY($3::text[])",
+                    repo_id,
+                    sorted({c.file_path for c in some}),
+                    [c.id for c in some],
+                )
+                bare = set()
+                for r in rows:
+                    if r["before"] is None:
+                        bare.add(r["id"])
+                    else:
+                        out[r["id"]] = (r["before"], r["after"])
+                if bare:
+                    # Written before contexts were kept: cut from the file bodies.
+                    out.update(await self._contexts_from_bodies(db, repo_id, some, bare))
+        return out
+
+    async def _contexts_from_bodies(
+        self, db: ProjectSession, repo_id: str, chunks: Sequence[Chunk], ids: set[str]
+    ) -> dict[str, tuple[str, str]]:
+        bare = [c for c in chunks if c.id in ids]
+        rows = await db.conn.fetch(
+            f"SELECT path, body FROM {db.s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+            repo_id,
+            sorted({c.file_path for c in bare}),
+        )
+        bodies = {r["path"]: r["body"] for r in rows}
+        return {
+            c.id: context_lines(
+                bodies[c.file_path], c.content, c.start_line, c.end_line, CONTEXT_LINES
+            )
+            for c in bare
+            if c.file_path in bodies
+        }
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
         async with self._session() as db:
