@@ -14,6 +14,7 @@ import pytest
 from adapters.hashing import HashingEmbedder
 from adapters.memory import InMemoryChunkStore
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from codebase_core.errors import ModelMismatch
 from codebase_core.models import SearchFilters
 from codebase_core.ports import ChunkStore
 from tests.factories import file_batch, repo
@@ -194,3 +195,41 @@ async def test_a_large_load_ends_vacuumed_and_analysed_with_any_pool(
         await db.close()
     assert sorted(r["relname"] for r in rows) == ["chunks", "postings"]
     assert all(r["last_vacuum"] is not None and r["last_analyze"] is not None for r in rows)
+
+
+async def test_the_one_statement_exact_search_agrees_with_the_planned_one(
+    db: PgDatabase, project: str
+) -> None:
+    """An unfiltered search of a project searched exactly runs as one statement; it returns
+    what the planned search (a transaction: stats, then the scan) returns, and steps aside
+    for ANN segments over many vectors and for a query of another dimension."""
+    store = PgChunkStore(db, project, ann=SMALL_ANN)
+    emb = await _load(store, 20)  # 100 chunks, no segments yet
+    ws = await store.workspace()
+    answered: list[object] = []
+    one_statement = store._vectors._exact_unfiltered
+
+    async def spy(*args: Any) -> Any:
+        answered.append(await one_statement(*args))
+        return answered[-1]
+
+    store._vectors._exact_unfiltered = spy  # type: ignore[method-assign]
+    for text in ("return x", "item 3 4", "def f7_2"):
+        vector = await emb.embed_query(text)
+        one, n1 = await store.vector_search(vector, NO_FILTER, 10)
+        # A filter of the only repository is dropped (narrowed) after the planned path began.
+        planned, n2 = await store.vector_search(vector, SearchFilters(repository_id="r1"), 10)
+        assert n1 == n2 == 100
+        assert [(h.chunk.id, h.score) for h in one] == [(h.chunk.id, h.score) for h in planned]
+    assert len(answered) == 3 and None not in answered
+    with pytest.raises(ModelMismatch):
+        await store.vector_search([1.0] * 31 + [0.5, 0.5], NO_FILTER, 5)
+    assert answered[-1] is None
+    answered.clear()
+    await _load(store, 120)
+    await store.optimize()
+    async with db.connection() as conn:
+        assert await conn.fetchval(f"SELECT count(*) FROM {ws.quoted}.ann_segments") > 0
+    hits, total = await store.vector_search(await emb.embed_query("return x * 5"), NO_FILTER, 10)
+    assert total == 600 and len(hits) == 10
+    assert answered == [None]  # 600 vectors in segments: the planned ANN search

@@ -21,6 +21,7 @@ from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import SearchFilters
 
+NO_FILTERS = SearchFilters()
 # Filters whose matches a store remembers (see VectorSearch.matches).
 MATCHES_CACHED = 32
 
@@ -46,6 +47,10 @@ class VectorSearch:
         """The top ``limit`` rows (``SELECT_CHUNK`` and ``score``, the cosine similarity) and
         the number of chunks with vectors passing ``filters``, in one snapshot."""
         conn, s = db.conn, db.s
+        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+            found = await self._exact_unfiltered(db, query, limit)
+            if found is not None:
+                return found
         async with conn.transaction(readonly=True, isolation="repeatable_read"):
             flt = SqlFilter(await narrowed(db, filters), 2)
             # Everything the plan depends on, in one round trip.
@@ -100,6 +105,42 @@ class VectorSearch:
                     *flt.params,
                 )
         return list(rows), total
+
+    async def _exact_unfiltered(
+        self, db: ProjectSession, query: np.ndarray[Any, Any], limit: int
+    ) -> tuple[list[asyncpg.Record], int] | None:
+        """An unfiltered search answered by an exact scan in one statement (one snapshot):
+        the plan's inputs and the top rows together, where ``search`` spends a transaction and
+        four round trips. None when the plan is another: no vectors of the query's dimension
+        (``search`` says why), or ANN segments over more than ``exact_rows`` vectors."""
+        s = db.s
+        rows = await db.conn.fetch(
+            f"""
+            WITH st AS (
+                SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+                       n_vectors, (SELECT count(*) FROM {s}.ann_segments) AS segments
+                FROM {s}.corpus_stats
+            )
+            SELECT st.dimension, st.n_vectors, st.segments, top.*
+            FROM st LEFT JOIN LATERAL (
+                SELECT {SELECT_CHUNK}, 1 - (c.embedding <=> $1) AS score FROM {s}.chunks c
+                WHERE c.embedding IS NOT NULL AND st.dimension = $2
+                      AND (st.segments = 0 OR st.n_vectors <= $4)
+                ORDER BY c.embedding <=> $1, c.file_path, c.start_line LIMIT $3
+            ) top ON true
+            """,
+            query,
+            str(query.shape[0]),
+            int(limit),
+            self._ann.exact_rows,
+        )
+        if not rows:
+            return None
+        first = rows[0]
+        exact = first["segments"] == 0 or first["n_vectors"] <= self._ann.exact_rows
+        if first["dimension"] != str(query.shape[0]) or not exact:
+            return None
+        return [r for r in rows if r["id"] is not None], int(first["n_vectors"])
 
     async def matches(
         self,
