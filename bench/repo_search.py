@@ -59,6 +59,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no path match": {"path_boost": 0.0, "stem_boost": 0.0},
     "no file named after a query word": {"stem_boost": 0.0},
     "path words weighed alike": {"path_word_floor": 1.0},
+    "stem boost by question length": {"stem_boost_position": 0},
+    "no abbreviated file names": {"stem_abbreviation": 0},
     "no semantic spread floor": {"fusion": {"semantic_min_spread": 0.0}},
     "no file coherence": {"coherence_boost": 0.0},
     "no priors": {"priors": False},

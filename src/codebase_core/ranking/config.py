@@ -33,10 +33,19 @@ class RankingConfig(BaseModel):
     path_word_floor: float = Field(default=defaults.RANK_PATH_WORD_FLOOR, ge=0.0, le=1.0)
     # Added when the file's whole name is one of the words of a question in words
     # (``Functor.scala`` for "how the Functor type class ...", ``parser.hpp`` for "JSON parser
-    # and tokenizer"); fully for a question of at most ``stem_boost_words`` words (of three
-    # letters or more), ``stem_boost_words / words`` of it for a longer one (0: always fully).
+    # and tokenizer"). With ``stem_boost_position`` 0: fully for a question of at most
+    # ``stem_boost_words`` words (of three letters or more), ``stem_boost_words / words`` of
+    # it for a longer one (0: always fully).
     stem_boost: float = Field(default=defaults.RANK_STEM_BOOST, ge=0.0)
     stem_boost_words: int = Field(default=defaults.RANK_STEM_BOOST_WORDS, ge=0)
+    # When above 0, the stem boost goes by the position of the word the file is named after
+    # instead of the question's length: all of it for the question's first
+    # ``stem_boost_position`` content words, ``k / (position + 1)`` after (``ranking.naming``:
+    # a question names its subject first).
+    stem_boost_position: int = Field(default=defaults.RANK_STEM_BOOST_POSITION, ge=0)
+    # When above 0, a file stem of at least this many letters that begins a longer query word
+    # is named after it too (``impls`` for "implementations", ``utils`` for "utility").
+    stem_abbreviation: int = Field(default=defaults.RANK_STEM_ABBREVIATION, ge=0)
     # Added to a file's best chunk, times its file's summed candidate score over the best file's.
     coherence_boost: float = Field(default=defaults.RANK_COHERENCE_BOOST, ge=0.0)
     # Multipliers for files that are not the source a code question wants (see ranking.paths).

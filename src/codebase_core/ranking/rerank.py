@@ -15,7 +15,9 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    each word weighed by how few of the candidates' paths hold it (``json`` in a JSON library
    names nearly every file, ``parser`` one),
    and ``stem_boost`` when the file's whole name is one of the query's words (``Functor.scala``
-   for "how the Functor type class defines mapping"), in part for a long question.
+   for "how the Functor type class defines mapping") or shortens one (``impls.rs`` for
+   "implementations"): all of it for one of the question's first words, less for a later
+   one (``ranking.naming``: a question names its subject first).
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
    unless the query asks for that kind of file; a chunk with almost nothing in it ranks low.
@@ -38,7 +40,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from codebase_core import lexical
 from codebase_core.models import Chunk, ScoredChunk, last_name
-from codebase_core.ranking import paths
+from codebase_core.ranking import naming, paths
 from codebase_core.ranking.config import RankingConfig
 from codebase_core.ranking.definitions import defines
 from codebase_core.ranking.paths import FileRole
@@ -73,27 +75,32 @@ def is_trivial(content: str) -> bool:
     return len(whole) < _TRIVIAL_WORD_CHARS
 
 
+def role_factors(profile: QueryProfile, config: RankingConfig) -> dict[FileRole, float]:
+    """The prior of each kind of file for this query (1.0 for source, or a kind asked for)."""
+
+    def unless_asked(words: frozenset[str], factor: float) -> float:
+        return 1.0 if profile.asks_for(words) else factor
+
+    return {
+        FileRole.SOURCE: 1.0,
+        FileRole.TEST: unless_asked(TEST_WORDS, config.test_prior),
+        FileRole.EXAMPLE: unless_asked(EXAMPLE_WORDS, config.example_prior),
+        FileRole.DOC: unless_asked(DOC_WORDS, config.doc_prior),
+        FileRole.COMPAT: unless_asked(COMPAT_WORDS, config.compat_prior),
+        FileRole.GENERATED: unless_asked(GENERATED_WORDS, config.generated_prior),
+        FileRole.STUB: config.stub_prior,
+        FileRole.BARREL: config.barrel_prior,
+    }
+
+
+def _prior(chunk: Chunk, factors: Mapping[FileRole, float], trivial_prior: float) -> float:
+    factor = factors[paths.file_role(chunk.file_path, chunk.content)]
+    return factor * trivial_prior if is_trivial(chunk.content) else factor
+
+
 def prior(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
     """The multiplier for the kind of file ``chunk`` is in (1.0 for source, or when asked)."""
-    factor = 1.0
-    role = paths.file_role(chunk.file_path, chunk.content)
-    if role is FileRole.TEST and not profile.asks_for(TEST_WORDS):
-        factor *= config.test_prior
-    elif role is FileRole.EXAMPLE and not profile.asks_for(EXAMPLE_WORDS):
-        factor *= config.example_prior
-    elif role is FileRole.DOC and not profile.asks_for(DOC_WORDS):
-        factor *= config.doc_prior
-    elif role is FileRole.COMPAT and not profile.asks_for(COMPAT_WORDS):
-        factor *= config.compat_prior
-    elif role is FileRole.GENERATED and not profile.asks_for(GENERATED_WORDS):
-        factor *= config.generated_prior
-    elif role is FileRole.STUB:
-        factor *= config.stub_prior
-    elif role is FileRole.BARREL:
-        factor *= config.barrel_prior
-    if is_trivial(chunk.content):
-        factor *= config.trivial_prior
-    return factor
+    return _prior(chunk, role_factors(profile, config), config.trivial_prior)
 
 
 # Word endings that change a word's form, not its subject (``parsing``/``parser``,
@@ -127,35 +134,68 @@ def _path_query_words(profile: QueryProfile) -> list[str]:
     return [t for t in profile.terms if len(t) >= 3]
 
 
+def path_matches(profile: QueryProfile, path: str) -> frozenset[str]:
+    """The query's words (of three letters or more) found in the file's name or the folder
+    holding it: exactly, or one a prefix of the other without their endings."""
+    parts = _path_words(path)
+    return frozenset(
+        t for t in _path_query_words(profile) if any(_words_match(t, p) for p in parts)
+    )
+
+
+def files_path_matches(profile: QueryProfile, files: Collection[str]) -> dict[str, frozenset[str]]:
+    """``path_matches`` of each of ``files``: each query word compared once with each distinct
+    path word among them, then each file's words looked up (a search's candidates share
+    most of their folders and words)."""
+    parts = {f: _path_words(f) for f in files}
+    vocabulary = frozenset().union(*parts.values())
+    matching = {
+        t: frozenset(p for p in vocabulary if _words_match(t, p))
+        for t in _path_query_words(profile)
+    }
+    return {
+        f: frozenset(t for t, m in matching.items() if not m.isdisjoint(ps))
+        for f, ps in parts.items()
+    }
+
+
 def path_share(
-    profile: QueryProfile, path: str, weights: Mapping[str, float] | None = None
+    profile: QueryProfile,
+    path: str,
+    weights: Mapping[str, float] | None = None,
+    matches: frozenset[str] | None = None,
 ) -> float:
     """The share of the query's words (of three letters or more) found in the file's name or
-    the folder holding it, each counted by its weight in ``weights`` (1.0 when absent)."""
+    the folder holding it, each counted by its weight in ``weights`` (1.0 when absent).
+    ``matches``: ``path_matches(profile, path)``, when the caller has it."""
     words = _path_query_words(profile)
     w = weights or {}
     total = sum(w.get(t, 1.0) for t in words)
     if total <= 0:
         return 0.0
-    parts = _path_words(path)
-    found = sum(w.get(t, 1.0) for t in words if any(_words_match(t, p) for p in parts))
-    return found / total
+    found = path_matches(profile, path) if matches is None else matches
+    return sum(w.get(t, 1.0) for t in words if t in found) / total
 
 
 def path_word_weights(
-    profile: QueryProfile, files: Collection[str], floor: float
+    profile: QueryProfile,
+    files: Collection[str],
+    floor: float,
+    matches: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
     """Each query word's weight in ``path_share``: ``floor`` plus the rest times its inverse
     document frequency among the paths of ``files`` (the candidates' files), scaled to [0, 1]:
     1 for a word in one path (or none), ``log 2 / log(1 + n)`` for a word in all ``n``. A word
     that names most candidates (the library's own name, its main subject) tells them apart
-    less than one that names a few."""
+    less than one that names a few. ``matches``: ``path_matches`` of each file, when the
+    caller has them."""
     n = len(files)
     weights: dict[str, float] = {}
     if floor >= 1.0 or n < 2:
         return weights
+    found = matches if matches is not None else files_path_matches(profile, files)
     for word in _path_query_words(profile):
-        df = sum(1 for f in files if any(_words_match(word, p) for p in _path_words(f)))
+        df = sum(1 for f in files if word in found[f])
         idf = math.log1p(n / df) / math.log1p(n) if df else 1.0
         weights[word] = floor + (1.0 - floor) * idf
     return weights
@@ -191,6 +231,28 @@ def stem_boost_share(profile: QueryProfile, full_words: int) -> float:
         return 1.0
     n_words = sum(1 for t in profile.terms if len(t) >= 3)
     return min(1.0, full_words / max(1, n_words))
+
+
+def stem_gains(
+    profile: QueryProfile, config: RankingConfig, files: Collection[str]
+) -> dict[str, float]:
+    """What the stem boost adds to each of ``files`` named after a word of the question
+    (step 3 of the module docstring): by the word's position (``stem_boost_position``), or
+    else by the question's length (``stem_boost_words``)."""
+    if config.stem_boost_position <= 0 and config.stem_abbreviation <= 0:
+        forms = query_word_forms(profile)
+        full = config.stem_boost * stem_boost_share(profile, config.stem_boost_words)
+        return {f: full for f in files if forms and named_after_query(forms, f)}
+    single, pairs = naming.word_positions(profile, stem)
+    by_length = stem_boost_share(profile, config.stem_boost_words)
+    k = config.stem_boost_position
+    out: dict[str, float] = {}
+    for f in files:
+        names = frozenset(stem(n) for n in paths.stem_names(f))
+        at = naming.named_position(single, pairs, names, config.stem_abbreviation)
+        if at is not None:
+            out[f] = config.stem_boost * (naming.position_share(at, k) if k > 0 else by_length)
+    return out
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -277,29 +339,32 @@ def rerank(
         if most > 0:
             for k, cid in best.items():
                 gain[cid] += config.coherence_boost * file_sum[k] / most
-    shares: dict[str, float] = {}
-    forms: frozenset[str] = frozenset()
-    if config.stem_boost > 0 and not profile.is_symbol:
-        forms = query_word_forms(profile)
-    stem_gain = config.stem_boost * stem_boost_share(profile, config.stem_boost_words)
-    named: dict[str, bool] = {}
-    weights: dict[str, float] = {}
+    # Per file: what its path adds (words of the query in it, a name the query says).
+    path_gain: dict[str, float] = {}
+    files = {c.file_path for c in chunks.values()}
     if config.path_boost > 0 and not profile.is_symbol:
-        files = {c.file_path for c in chunks.values()}
-        weights = path_word_weights(profile, files, config.path_word_floor)
-    for cid, c in chunks.items():
-        gain[cid] += definition_gain(c, profile, config)
-        if config.path_boost > 0 and not profile.is_symbol:
-            if c.file_path not in shares:
-                shares[c.file_path] = path_share(profile, c.file_path, weights)
-            gain[cid] += config.path_boost * shares[c.file_path]
-        if forms:
-            if c.file_path not in named:
-                named[c.file_path] = named_after_query(forms, c.file_path)
-            gain[cid] += stem_gain if named[c.file_path] else 0.0
+        # Each file's path compared with the query's words once, for weights and path_gain.
+        matches = files_path_matches(profile, files)
+        weights = path_word_weights(profile, files, config.path_word_floor, matches)
+        path_gain = {
+            f: config.path_boost * path_share(profile, f, weights, matches[f]) for f in files
+        }
+    if config.stem_boost > 0 and not profile.is_symbol:
+        for f, g in stem_gains(profile, config, files).items():
+            path_gain[f] = path_gain.get(f, 0.0) + g
+    if profile.names and config.definition_boost > 0:
+        for cid, c in chunks.items():
+            gain[cid] += definition_gain(c, profile, config)
     bound = ceiling(config)
+    factors = role_factors(profile, config)
+    trivial = config.trivial_prior
     scored = [
-        ((base[cid] + gain[cid]) * (prior(c, profile, config) if config.priors else 1.0) / bound, c)
+        (
+            (base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0))
+            * (_prior(c, factors, trivial) if config.priors else 1.0)
+            / bound,
+            c,
+        )
         for cid, c in chunks.items()
     ]
     return [
