@@ -64,6 +64,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no semantic spread floor": {"fusion": {"semantic_min_spread": 0.0}},
     "no file coherence": {"coherence_boost": 0.0},
     "no priors": {"priors": False},
+    "no older-version prior": {"older_versions": False},
     "no file diversity": {"file_decay": 1.0},
 }
 

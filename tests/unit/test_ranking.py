@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
 from codebase_core.ranking import QueryKind, RankingConfig, analyse_query, rerank
 from codebase_core.ranking.definitions import defines
-from codebase_core.ranking.paths import FileRole, file_role, stem_names
+from codebase_core.ranking.paths import FileRole, file_role, stem_names, superseded
 from codebase_core.ranking.rerank import (
     ceiling,
     diversify,
@@ -436,3 +436,48 @@ def test_a_looked_up_definition_outranks_every_candidate_defining_nothing(
     for s in cands:
         if not defines(s.chunk, "Parser"):
             assert score[found.id] > score[s.chunk.id]
+
+
+def test_an_old_version_beside_a_newer_one_is_a_compatibility_copy() -> None:
+    files = [
+        "packages/zod/src/v3/types.ts",
+        "packages/zod/src/v4/core/schemas.ts",
+        "packages/zod/src/v4/classic/schemas.ts",
+        "org/jetbrains/exposed/v1/core/Column.kt",  # a version alone: the current one
+        "api/v1/users.py",  # another parent's versions are compared apart
+        "api/v2/users.py",
+    ]
+    assert superseded(files, set()) == {"packages/zod/src/v3/types.ts", "api/v1/users.py"}
+    # A question naming the old version asks for it.
+    assert superseded(files, {"v3", "errors"}) == {"api/v1/users.py"}
+    # In the ranking: the old version's chunk falls below the new one's equal chunk.
+    body = "export function parse(input) {\n  return check(input)\n}"
+    old = chunk("packages/zod/src/v3/types.ts", body)
+    new = chunk("packages/zod/src/v4/core/schemas.ts", body)
+    pair = [ScoredChunk(old, 1.0), ScoredChunk(new, 0.9)]
+    on = RankingConfig(path_boost=0.0, stem_boost=0.0)
+    ranked = rerank(pair, analyse_query("how input is parsed"), on)
+    assert [s.chunk.file_path for s in ranked] == [new.file_path, old.file_path]
+    off = on.model_copy(update={"older_versions": False})
+    assert (
+        rerank(pair, analyse_query("how input is parsed"), off)[0].chunk.file_path == old.file_path
+    )
+    # Named, the old version keeps its place.
+    assert (
+        rerank(pair, analyse_query("how v3 parsed input"), on)[0].chunk.file_path == old.file_path
+    )
+
+
+@given(
+    versions=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=5),
+    asked=st.sets(st.sampled_from(["v0", "v1", "v2", "v3", "parse"])),
+)
+def test_only_older_versions_are_superseded(versions: list[int], asked: set[str]) -> None:
+    files = [f"src/v{n}/mod.py" for n in versions]
+    found = superseded(files, asked)
+    newest = max(versions)
+    assert all(int(f.split("/")[1][1:]) < newest for f in found)
+    assert f"src/v{newest}/mod.py" not in found
+    assert found == {f for f in files if int(f.split("/")[1][1:]) < newest} - {
+        f"src/{a}/mod.py" for a in asked
+    }

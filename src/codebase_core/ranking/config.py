@@ -57,6 +57,9 @@ class RankingConfig(BaseModel):
     generated_prior: float = Field(default=defaults.RANK_GENERATED_PRIOR, gt=0.0, le=1.0)
     stub_prior: float = Field(default=defaults.RANK_STUB_PRIOR, gt=0.0, le=1.0)
     barrel_prior: float = Field(default=defaults.RANK_BARREL_PRIOR, gt=0.0, le=1.0)
+    # Files under a version folder older than another candidate's (``v3/`` beside ``v4/``)
+    # get ``compat_prior`` (``paths.superseded``).
+    older_versions: bool = True
     # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
     trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
     # A file's chunks after its first ``file_free_chunks`` count this much, then this

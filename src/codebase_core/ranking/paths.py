@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Collection
 from enum import StrEnum
 
 from codebase_core import lexical
@@ -40,6 +41,8 @@ _DOC_DIRS = frozenset({"doc", "docs", "documentation"})
 PROSE_EXTENSIONS = frozenset({"md", "markdown", "rst", "txt", "adoc", "asciidoc", "org", "rdoc"})
 _COMPAT_DIRS = frozenset({"compat", "_compat", "legacy", "deprecated", "polyfills", "shims"})
 _COMPAT_FILE = re.compile(r"^(_?compat|.*_compat|legacy|polyfills?)$")
+# A folder named after a major version (``v3``): see ``superseded``.
+_VERSION_FOLDER = re.compile(r"v(\d{1,3})")
 _GENERATED_DIRS = frozenset(
     {"vendor", "vendored", "third_party", "thirdparty", "node_modules", "generated",
      "__generated__", "single_include", "amalgamation", "dist"}
@@ -100,6 +103,24 @@ def is_reexports(content: str) -> bool:
     """Whether every non-blank line only imports, re-exports or comments."""
     lines = [ln for ln in content.splitlines() if ln.strip()]
     return bool(lines) and all(_REEXPORT_LINE.match(ln) for ln in lines)
+
+
+def superseded(files: Collection[str], asked: Collection[str]) -> set[str]:
+    """The files of ``files`` under a version folder (``v3/``) when another sits under a higher
+    version of the same folder (``v4/``): an old version kept beside the current one, as a
+    compatibility copy is, unless ``asked`` (the query's words) names that version."""
+    highest: dict[tuple[str, ...], int] = {}
+    versioned: list[tuple[str, tuple[str, ...], int, str]] = []
+    for f in files:
+        folders = f.split("/")[:-1]
+        for i, folder in enumerate(folders):
+            m = _VERSION_FOLDER.fullmatch(folder.lower())
+            if m:
+                key, n = tuple(folders[:i]), int(m.group(1))
+                highest[key] = max(highest.get(key, n), n)
+                versioned.append((f, key, n, folder.lower()))
+                break
+    return {f for f, key, n, name in versioned if n < highest[key] and name not in asked}
 
 
 def is_prose(path: str) -> bool:

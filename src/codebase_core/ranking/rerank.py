@@ -20,7 +20,9 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    one (``ranking.naming``: a question names its subject first).
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
-   unless the query asks for that kind of file; a chunk with almost nothing in it ranks low.
+   unless the query asks for that kind of file (an old version kept in a version folder beside
+   a newer one, ``v3/`` beside ``v4/``, counts as a compatibility copy unless the query names
+   it); a chunk with almost nothing in it ranks low.
 5. **Diversity**: taken best first, a file's first ``file_free_chunks`` chunks keep their
    score, the next counts ``file_decay`` of it, the next ``file_decay**2``..., so ten results
    cover more files. A file's best chunk keeps its score, so it never falls below another
@@ -358,10 +360,16 @@ def rerank(
     bound = ceiling(config)
     factors = role_factors(profile, config)
     trivial = config.trivial_prior
+    # An old version beside the current one counts as a compatibility copy.
+    older: set[str] = set()
+    if config.priors and config.older_versions and factors[FileRole.COMPAT] < 1.0:
+        older = paths.superseded(files, {t.lower() for t in profile.tokens})
+    compat = factors[FileRole.COMPAT]
     scored = [
         (
             (base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0))
             * (_prior(c, factors, trivial) if config.priors else 1.0)
+            * (compat if c.file_path in older else 1.0)
             / bound,
             c,
         )
