@@ -122,10 +122,10 @@ class LocalSourceTree:
         return await asyncio.to_thread(self._changed, root, dict(indexed), since)
 
     def _touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
-        try:
-            base = resolve_root(root)
-        except ValidationFailed:
-            return set(paths)
+        # The root as given, not resolved (a walk of its every component, on each search): a
+        # stat only reads times, and a file under a moved or swapped root is reported, then
+        # ``changed`` reads it below the resolved root.
+        base = root
         # File times come from a coarse clock (and FAT/SMB keep 2 s, NFS servers drift): a
         # write just after the run began may carry an earlier time, so look a little further
         # back. Costs a hash of the hits edited shortly before indexing, nothing else.
