@@ -171,20 +171,24 @@ def _stats(samples: list[float]) -> dict[str, float]:
     return {**_ms(samples), "max_ms": round(max(samples) * 1000, 1)}
 
 
-async def single(url: str, queries: list[str], n: int) -> dict[str, Any]:
+async def single(url: str, queries: list[str], n: int, cpu: CpuMeter) -> dict[str, Any]:
+    """One client's searches in a row: latency, and the CPU a search costs with nothing
+    else running (no contention for the cores)."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
         session = Session(http, url)
         await session.open()
         for q in queries[:5]:  # warm up
             await session.call("search_code", {"query": q})
         samples = []
+        cpu.start()
         for i in range(n):
             started = time.perf_counter()
             result = await session.call("search_code", {"query": queries[i % len(queries)]})
             samples.append(time.perf_counter() - started)
             if _code(result) is not None:
                 raise RuntimeError(result)
-    return {"searches": n, **_stats(samples)}
+        spent = cpu.per_call(n)
+    return {"searches": n, **_stats(samples), **spent}
 
 
 async def refused(url: str, clients: int, calls: int, cpu: CpuMeter) -> dict[str, Any]:
@@ -316,7 +320,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "repo": str(args.repo),
             "chunks": chunks,
             "cpus": os.cpu_count(),
-            "single_client": await single(f"{base}/mcp", queries, args.single),
+            "single_client": await single(f"{base}/mcp", queries, args.single, cpu),
             "burst": await burst(
                 f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches, cpu
             ),
