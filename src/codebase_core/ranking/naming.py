@@ -55,17 +55,29 @@ def abbreviates(name: str, form: str, least: int) -> bool:
     return len(name) >= least and len(form) >= len(name) + 2 and form.startswith(name)
 
 
-def named_position(
-    single: Mapping[str, int], pairs: Mapping[str, int], names: frozenset[str], least: int
-) -> int | None:
-    """The earliest position (``word_positions``) of a word or two-word form that one of a
-    file's stem ``names`` (through the same ``strip``) spells, or, with ``least`` > 0, of a
-    single word it abbreviates to at least ``least`` letters (``func`` shortens "functor", not
-    "functor type"); None when it names none."""
-    found = [p for n in names for p in (single.get(n), pairs.get(n)) if p is not None]
+def position_finder(
+    single: Mapping[str, int], pairs: Mapping[str, int], least: int
+) -> Callable[[frozenset[str]], int | None]:
+    """For a file's stem ``names`` (through the ``strip`` of ``word_positions``): the earliest
+    position of a word or two-word form one of them spells, or, with ``least`` > 0, of a
+    single word one abbreviates to at least ``least`` letters (``func`` shortens "functor",
+    not "functor type"); None when they name none. The words are indexed by their first
+    ``least`` letters once per query, as a search compares them with every candidate file."""
+    by_prefix: dict[str, list[tuple[str, int]]] = {}
     if least > 0:
-        found.extend(p for f, p in single.items() for n in names if abbreviates(n, f, least))
-    return min(found, default=None)
+        for form, pos in single.items():
+            if len(form) >= least + 2:
+                by_prefix.setdefault(form[:least], []).append((form, pos))
+
+    def find(names: frozenset[str]) -> int | None:
+        found = [p for n in names for p in (single.get(n), pairs.get(n)) if p is not None]
+        for n in names:
+            if least > 0 and len(n) >= least:
+                shortened = by_prefix.get(n[:least], ())
+                found.extend(p for f, p in shortened if abbreviates(n, f, least))
+        return min(found, default=None)
+
+    return find
 
 
 def position_share(position: int, full: int) -> float:

@@ -248,10 +248,10 @@ def stem_gains(
     single, pairs = naming.word_positions(profile, stem)
     by_length = stem_boost_share(profile, config.stem_boost_words)
     k = config.stem_boost_position
+    find = naming.position_finder(single, pairs, config.stem_abbreviation)
     out: dict[str, float] = {}
     for f in files:
-        names = frozenset(stem(n) for n in paths.stem_names(f))
-        at = naming.named_position(single, pairs, names, config.stem_abbreviation)
+        at = find(frozenset(stem(n) for n in paths.stem_names(f)))
         if at is not None:
             out[f] = config.stem_boost * (naming.position_share(at, k) if k > 0 else by_length)
     return out
