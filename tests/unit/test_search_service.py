@@ -257,3 +257,36 @@ async def test_the_definitions_lookup_runs_only_where_a_definition_gains() -> No
     embedded = service.with_ranking(RankingConfig(embedded_factor=0.5))
     await embedded.search(SearchQuery.build("how does JsonReader parse", mode="lexical"))
     assert store.lookups == [["JsonReader"], ["JsonReader"]]
+
+
+class _CountingStore(InMemoryChunkStore):
+    """Counts which files' indexed hashes a search reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hashes_read: list[list[str]] = []
+
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        self.hashes_read.append(sorted(paths or []))
+        return await super().file_hashes(repository_id, paths)
+
+
+async def test_the_stale_check_reads_hashes_only_of_files_touched_since_the_index() -> None:
+    files = {"pkg/helpers.py": HELPERS, "pkg/text/slug.py": DUPLICATE}
+    tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
+    store = _CountingStore()
+    await IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT)
+    store.hashes_read.clear()  # the indexing run's own
+    service = SearchService(store, None, source=tree)
+    query = SearchQuery.build("send email slugify text", mode="lexical")
+    first = await service.search(query)
+    assert {h.file_path for h in first.hits} == set(files)
+    assert not any(h.stale for h in first.hits)
+    assert store.hashes_read == []  # nothing touched: a stat each, no hash read
+    tree.put(ROOT, "pkg/helpers.py", HELPERS + "\n# edited\n")
+    tree.put(ROOT, "pkg/text/slug.py", DUPLICATE)  # touched, the same bytes
+    again = await service.search(query)
+    assert store.hashes_read == [["pkg/helpers.py", "pkg/text/slug.py"]]
+    assert {h.file_path for h in again.hits if h.stale} == {"pkg/helpers.py"}
