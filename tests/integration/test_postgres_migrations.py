@@ -207,7 +207,7 @@ async def test_chunks_written_before_contexts_were_kept_get_them_from_the_file(
     async with db.connection() as conn:
         orphans = await conn.fetchval(
             f"SELECT count(*) FROM {q}.chunk_context x "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {q}.chunks c WHERE c.seq = x.seq)"
+            f"WHERE NOT EXISTS (SELECT 1 FROM {q}.chunks c WHERE c.id = x.chunk_id)"
         )
         kept = await conn.fetchval(f"SELECT count(*) FROM {q}.chunk_context")
     now = await store.chunks(result.repository_id)

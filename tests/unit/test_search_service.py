@@ -259,7 +259,7 @@ async def test_the_definitions_lookup_runs_only_where_a_definition_gains() -> No
     assert store.lookups == [["JsonReader"], ["JsonReader"]]
 
 
-class _CountingStore(InMemoryChunkStore):
+class _HashReadingStore(InMemoryChunkStore):
     """Counts which files' indexed hashes a search reads."""
 
     def __init__(self) -> None:
@@ -276,7 +276,7 @@ class _CountingStore(InMemoryChunkStore):
 async def test_the_stale_check_reads_hashes_only_of_files_touched_since_the_index() -> None:
     files = {"pkg/helpers.py": HELPERS, "pkg/text/slug.py": DUPLICATE}
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
-    store = _CountingStore()
+    store = _HashReadingStore()
     await IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT)
     store.hashes_read.clear()  # the indexing run's own
     service = SearchService(store, None, source=tree)

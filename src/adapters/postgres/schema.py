@@ -297,12 +297,13 @@ CREATE INDEX chunks_symbol_names ON {s}.chunks USING gin ({s}.symbol_names(symbo
     (
         9,
         # The lines around each chunk in its file's indexed text, cut when the chunk is written:
-        # a search reads its hits' context by key instead of whole file bodies. Beside the
-        # chunks, not in them, so an exact vector scan does not read them. Chunks written
-        # before this step have none (their context is cut from the file body when asked).
+        # a search reads its hits' context by chunk id (unique in a project: it hashes the
+        # repository, path, lines and text) instead of whole file bodies. Beside the chunks,
+        # not in them, so an exact vector scan does not read them. Chunks written before this
+        # step have none (their context is cut from the file body when asked).
         """
 CREATE TABLE {s}.chunk_context (
-    seq bigint PRIMARY KEY,
+    chunk_id text PRIMARY KEY,
     before text NOT NULL,
     after text NOT NULL
 );

@@ -43,7 +43,7 @@ CHUNK_COLUMNS = (
     "terms",
     "embedding",
 )
-CONTEXT_COLUMNS = ("seq", "before", "after")
+CONTEXT_COLUMNS = ("chunk_id", "before", "after")
 # The columns of a ``Chunk``, named as its fields (``chunk_of`` reads them), on alias ``c``.
 SELECT_CHUNK = (
     "c.id, c.repo_id AS repository_id, c.file_path, c.language, c.symbol, c.kind, "
@@ -108,7 +108,7 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
             before, after = context_lines(
                 f.text, c.content, c.start_line, c.end_line, CONTEXT_LINES, lines
             )
-            context_rows.append((seq, before, after))
+            context_rows.append((c.id, before, after))
             terms = lexical.document_terms(c.content, c.file_path, c.symbol)
             tfs = list(terms.values())
             doc_len = sum(tfs)

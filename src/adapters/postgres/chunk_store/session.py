@@ -85,10 +85,10 @@ class ProjectSession:
             f"""
             WITH old AS (
                 DELETE FROM {s}.chunks WHERE {where}
-                RETURNING seq, repo_id, file_path, language, doc_len, terms, content_hash,
+                RETURNING seq, id, repo_id, file_path, language, doc_len, terms, content_hash,
                           embedding
             ), context AS (
-                DELETE FROM {s}.chunk_context x USING old o WHERE x.seq = o.seq
+                DELETE FROM {s}.chunk_context x USING old o WHERE x.chunk_id = o.id
             ), gone AS (
                 -- A block of a term starts at the first chunk holding it of its file and
                 -- language (see rows.build_rows).

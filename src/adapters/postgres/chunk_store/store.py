@@ -220,48 +220,41 @@ class PgChunkStore:
         return {r["path"]: r["body"] for r in rows}
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
-        wanted: dict[str, list[Chunk]] = {}
-        for c in chunks:
-            wanted.setdefault(c.repository_id, []).append(c)
-        out: dict[str, tuple[str, str]] = {}
+        if not chunks:
+            return {}
         async with self._session() as db:
-            for repo_id, some in wanted.items():
-                rows = await db.conn.fetch(
-                    f"SELECT c.id, x.before, x.after FROM {db.s}.chunks c "
-                    f"LEFT JOIN {db.s}.chunk_context x ON x.seq = c.seq "
-                    "WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) "
-                    "AND c.id = ANY($3::text[])",
-                    repo_id,
-                    sorted({c.file_path for c in some}),
-                    [c.id for c in some],
-                )
-                bare = set()
-                for r in rows:
-                    if r["before"] is None:
-                        bare.add(r["id"])
-                    else:
-                        out[r["id"]] = (r["before"], r["after"])
-                if bare:
-                    # Written before contexts were kept: cut from the file bodies.
-                    out.update(await self._contexts_from_bodies(db, repo_id, some, bare))
+            rows = await db.conn.fetch(
+                f"SELECT chunk_id, before, after FROM {db.s}.chunk_context "
+                "WHERE chunk_id = ANY($1::text[])",
+                [c.id for c in chunks],
+            )
+            out = {r["chunk_id"]: (r["before"], r["after"]) for r in rows}
+            bare: dict[str, list[Chunk]] = {}
+            for c in chunks:
+                if c.id not in out:
+                    bare.setdefault(c.repository_id, []).append(c)
+            for repo_id, some in bare.items():
+                # Written before contexts were kept, or no longer indexed.
+                out.update(await self._contexts_from_bodies(db, repo_id, some))
         return out
 
     async def _contexts_from_bodies(
-        self, db: ProjectSession, repo_id: str, chunks: Sequence[Chunk], ids: set[str]
+        self, db: ProjectSession, repo_id: str, chunks: Sequence[Chunk]
     ) -> dict[str, tuple[str, str]]:
-        bare = [c for c in chunks if c.id in ids]
+        """The context of those of ``chunks`` still indexed, cut from their files' bodies."""
         rows = await db.conn.fetch(
-            f"SELECT path, body FROM {db.s}.files WHERE repo_id = $1 AND path = ANY($2::text[])",
+            f"SELECT c.id, f.body FROM {db.s}.chunks c "
+            f"JOIN {db.s}.files f ON f.repo_id = c.repo_id AND f.path = c.file_path "
+            "WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) AND c.id = ANY($3::text[])",
             repo_id,
-            sorted({c.file_path for c in bare}),
+            sorted({c.file_path for c in chunks}),
+            [c.id for c in chunks],
         )
-        bodies = {r["path"]: r["body"] for r in rows}
+        bodies = {r["id"]: r["body"] for r in rows}
         return {
-            c.id: context_lines(
-                bodies[c.file_path], c.content, c.start_line, c.end_line, CONTEXT_LINES
-            )
-            for c in bare
-            if c.file_path in bodies
+            c.id: context_lines(bodies[c.id], c.content, c.start_line, c.end_line, CONTEXT_LINES)
+            for c in chunks
+            if c.id in bodies
         }
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
