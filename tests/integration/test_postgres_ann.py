@@ -233,3 +233,6 @@ async def test_the_one_statement_exact_search_agrees_with_the_planned_one(
     hits, total = await store.vector_search(await emb.embed_query("return x * 5"), NO_FILTER, 10)
     assert total == 600 and len(hits) == 10
     assert answered == [None]  # 600 vectors in segments: the planned ANN search
+    # Seen segmented, the project is searched the planned way at once, with no attempt first.
+    await store.vector_search(await emb.embed_query("item 7 2"), NO_FILTER, 10)
+    assert answered == [None]

@@ -40,6 +40,10 @@ class VectorSearch:
     def __init__(self, ann: AnnConfig) -> None:
         self._ann = ann
         self.cache: collections.OrderedDict[tuple[Any, ...], Matches] = collections.OrderedDict()
+        # Whether the project was last seen searched exactly (no segments over many vectors):
+        # only then is the one-statement search tried first (a large project keeps its
+        # segments, and would pay the attempt's round trip on every search).
+        self.exact_seen = True
 
     async def search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
@@ -47,7 +51,7 @@ class VectorSearch:
         """The top ``limit`` rows (``SELECT_CHUNK`` and ``score``, the cosine similarity) and
         the number of chunks with vectors passing ``filters``, in one snapshot."""
         conn, s = db.conn, db.s
-        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+        if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
             found = await self._exact_unfiltered(db, query, limit)
             if found is not None:
                 return found
@@ -69,6 +73,7 @@ class VectorSearch:
             check_one_model(HeldVectors(model=None, dimension=int(stored)), None, query.shape[0])
             all_vectors: int = stats["n_vectors"]
             segments = list(zip(stats["los"], stats["his"], strict=True))
+            self.exact_seen = not segments or all_vectors <= self._ann.exact_rows
             # Filtered: the matches per segment (see matches). Unfiltered: the maintained
             # counter (counting every vector costs more than the search).
             matches: Matches | None = None
