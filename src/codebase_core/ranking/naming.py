@@ -32,16 +32,17 @@ def word_positions(
     (``rerank.stem``: without a form-changing ending)."""
     single: dict[str, int] = {}
     at: list[int] = []
+    words: list[str] = []
     pos = 0
     for token in profile.tokens:
         norm = paths.normalise_name(token)
         kept = [strip(f) for f in (norm, *lexical.analyse(token)) if _content(f)]
+        words.append(norm)
         at.append(pos)
         for form in kept:
             single.setdefault(form, pos)
         pos += 1 if kept else 0
     pairs: dict[str, int] = {}
-    words = [paths.normalise_name(t) for t in profile.tokens]
     for i, (a, b) in enumerate(itertools.pairwise(words)):
         if a and b and a not in lexical.STOP_WORDS and b not in lexical.STOP_WORDS:
             pairs.setdefault(strip(a + b), at[i])

@@ -96,13 +96,9 @@ def role_factors(profile: QueryProfile, config: RankingConfig) -> dict[FileRole,
 
 
 def _prior(chunk: Chunk, factors: Mapping[FileRole, float], trivial_prior: float) -> float:
+    """The multiplier for the kind of file ``chunk`` is in (``factors``: ``role_factors``)."""
     factor = factors[paths.file_role(chunk.file_path, chunk.content)]
     return factor * trivial_prior if is_trivial(chunk.content) else factor
-
-
-def prior(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
-    """The multiplier for the kind of file ``chunk`` is in (1.0 for source, or when asked)."""
-    return _prior(chunk, role_factors(profile, config), config.trivial_prior)
 
 
 # Word endings that change a word's form, not its subject (``parsing``/``parser``,
@@ -136,19 +132,11 @@ def _path_query_words(profile: QueryProfile) -> list[str]:
     return [t for t in profile.terms if len(t) >= 3]
 
 
-def path_matches(profile: QueryProfile, path: str) -> frozenset[str]:
-    """The query's words (of three letters or more) found in the file's name or the folder
-    holding it: exactly, or one a prefix of the other without their endings."""
-    parts = _path_words(path)
-    return frozenset(
-        t for t in _path_query_words(profile) if any(_words_match(t, p) for p in parts)
-    )
-
-
 def files_path_matches(profile: QueryProfile, files: Collection[str]) -> dict[str, frozenset[str]]:
-    """``path_matches`` of each of ``files``: each query word compared once with each distinct
-    path word among them, then each file's words looked up (a search's candidates share
-    most of their folders and words)."""
+    """For each of ``files``, the query's words (of three letters or more) found in its name
+    or the folder holding it: exactly, or one a prefix of the other without their endings.
+    Each query word is compared once with each distinct path word among the files, then each
+    file's words looked up (a search's candidates share most of their folders and words)."""
     parts = {f: _path_words(f) for f in files}
     vocabulary = frozenset().union(*parts.values())
     matching = {
@@ -169,13 +157,13 @@ def path_share(
 ) -> float:
     """The share of the query's words (of three letters or more) found in the file's name or
     the folder holding it, each counted by its weight in ``weights`` (1.0 when absent).
-    ``matches``: ``path_matches(profile, path)``, when the caller has it."""
+    ``matches``: the file's ``files_path_matches``, when the caller has them."""
     words = _path_query_words(profile)
     w = weights or {}
     total = sum(w.get(t, 1.0) for t in words)
     if total <= 0:
         return 0.0
-    found = path_matches(profile, path) if matches is None else matches
+    found = files_path_matches(profile, [path])[path] if matches is None else matches
     return sum(w.get(t, 1.0) for t in words if t in found) / total
 
 
@@ -189,8 +177,8 @@ def path_word_weights(
     document frequency among the paths of ``files`` (the candidates' files), scaled to [0, 1]:
     1 for a word in one path (or none), ``log 2 / log(1 + n)`` for a word in all ``n``. A word
     that names most candidates (the library's own name, its main subject) tells them apart
-    less than one that names a few. ``matches``: ``path_matches`` of each file, when the
-    caller has them."""
+    less than one that names a few. ``matches``: ``files_path_matches``, when the caller has
+    them."""
     n = len(files)
     weights: dict[str, float] = {}
     if floor >= 1.0 or n < 2:
