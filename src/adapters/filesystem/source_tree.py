@@ -122,27 +122,32 @@ class LocalSourceTree:
         return await asyncio.to_thread(self._changed, root, dict(indexed), since)
 
     def _touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
+        return set(self._touched_stats(root, paths, since))
+
+    def _touched_stats(
+        self, root: str, paths: Collection[str], since: datetime | None
+    ) -> dict[str, os.stat_result | None]:
+        """The files of ``paths`` gone (None) or modified after ``since``, with their stat."""
         # The root as given, not resolved (a walk of its every component, on each search): a
         # stat only reads times, and a file under a moved or swapped root is reported, then
         # ``changed`` reads it below the resolved root.
-        base = root
         # File times come from a coarse clock (and FAT/SMB keep 2 s, NFS servers drift): a
         # write just after the run began may carry an earlier time, so look a little further
         # back. Costs a hash of the hits edited shortly before indexing, nothing else.
         cutoff = since.timestamp() - MTIME_SLACK_S if since is not None else None
-        out: set[str] = set()
+        out: dict[str, os.stat_result | None] = {}
         for rel in paths:
-            path = os.path.join(base, rel)
+            path = os.path.join(root, rel)
             try:
                 # Both the link and what it leads to: swapping a file for a link to an older
                 # one changes the link's times only.
                 st, lst = os.stat(path), os.lstat(path)
             except OSError:
-                out.add(rel)
+                out[rel] = None
                 continue
             newest = max(st.st_mtime, st.st_ctime, lst.st_mtime, lst.st_ctime)
             if cutoff is None or newest > cutoff:
-                out.add(rel)
+                out[rel] = st
         return out
 
     def _changed(self, root: str, indexed: dict[str, str], since: datetime | None) -> set[str]:
@@ -151,13 +156,14 @@ class LocalSourceTree:
         except ValidationFailed:
             return set(indexed)
         out: set[str] = set()
-        for rel in self._touched(root, indexed, since):
+        for rel, st in self._touched_stats(root, indexed, since).items():
             path = os.path.join(base, rel)
             try:
                 # What the scan would not index counts as changed, without reading it.
                 if (
-                    not inside(os.path.realpath(path), base)
-                    or os.stat(path).st_size > self._max_file_bytes
+                    st is None
+                    or not inside(os.path.realpath(path), base)
+                    or st.st_size > self._max_file_bytes
                 ):
                     out.add(rel)
                     continue

@@ -138,4 +138,5 @@ async def _changed_on_disk(
     if not touched:
         return set()
     indexed = await store.file_hashes(repo_id, sorted(touched))
-    return await source.changed(repo.path, indexed, repo.indexed_at)
+    # Known touched: compared by their bytes, not stat'ed again against the time.
+    return await source.changed(repo.path, indexed, None)
