@@ -159,3 +159,16 @@ def test_a_trusted_chunk_is_the_validated_chunk(fields: dict[str, Any]) -> None:
     )
     with pytest.raises(PydanticValidationError):
         trusted.symbol = "changed"  # type: ignore[misc]
+
+
+@given(_CHUNK_FIELDS, st.lists(st.integers(), max_size=3))
+def test_a_chunk_from_values_in_field_order_is_the_trusted_chunk(
+    fields: dict[str, Any], extra: list[int]
+) -> None:
+    """``trusted_values`` reads the fields by position (a row's leading columns), ignoring
+    what follows them (a score), and refuses a row too short to hold every field."""
+    values = [fields[name] for name in Chunk.model_fields]
+    assert Chunk.trusted_values([*values, *extra]) == Chunk.trusted(dict(fields))
+    assert Chunk.trusted_values(values).model_fields_set == set(Chunk.model_fields)
+    with pytest.raises(ValueError, match="values for its fields"):
+        Chunk.trusted_values(values[:-1])

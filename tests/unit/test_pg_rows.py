@@ -191,7 +191,7 @@ def test_a_chunk_row_reads_back_as_the_chunk_written() -> None:
     ]
     for record, chunk in zip(rows.chunks, [c for f in files for c in f.chunks], strict=True):
         row = {name: record[CHUNK_COLUMNS.index(column)] for column, name in selected}
-        assert chunk_of(row) == chunk  # a Record is read by key, as a dict is
+        assert chunk_of(row) == chunk  # read by position: SELECT_CHUNK in the fields order
 
 
 def test_term_keys_are_stable_signed_64_bit_integers() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Self
 
@@ -29,7 +29,20 @@ class FrozenModel(BaseModel):
         validated model."""
         # In the fields' order, as validation stores them (dumps list them in it); a field
         # missing is a KeyError here, not a model without it.
-        ordered = {name: values[name] for name in cls.__pydantic_fields__}
+        return cls._holding({name: values[name] for name in cls.__pydantic_fields__})
+
+    @classmethod
+    def trusted_values(cls, values: Iterable[Any]) -> Self:
+        """``trusted`` for the fields' values given in the fields' order (a row selected in
+        it); values past the last field are ignored. Zipped rather than looked up by name,
+        about a third cheaper per row."""
+        ordered = dict(zip(cls.__pydantic_fields__, values, strict=False))
+        if len(ordered) != len(cls.__pydantic_fields__):
+            raise ValueError(f"{cls.__name__}: {len(ordered)} values for its fields")
+        return cls._holding(ordered)
+
+    @classmethod
+    def _holding(cls, ordered: dict[str, Any]) -> Self:
         model = cls.__new__(cls)
         object.__setattr__(model, "__dict__", ordered)
         object.__setattr__(model, "__pydantic_fields_set__", set(ordered))

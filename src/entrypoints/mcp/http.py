@@ -17,6 +17,7 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from entrypoints.mcp.heap import settle_heap
 from entrypoints.mcp.server import Transport, build_server, package_version
 from entrypoints.settings import Settings
 
@@ -34,6 +35,7 @@ def worker_app() -> Starlette:
     app: Starlette = build_server(Settings(), shares_jobs=True).http_app(
         stateless_http=True, json_response=True
     )
+    settle_heap()
     return app
 
 
@@ -59,6 +61,7 @@ def serve_http(
     if workers == 1:
         log.info("codebase-mcp %s on http://%s:%d (%s)", package_version(), host, port, transport)
         app = build_server(settings).http_app(transport="sse" if transport == "sse" else "http")
+        settle_heap()
         uvicorn.Server(_config(app, host, port, 1)).run()
         return
     log.info(

@@ -26,6 +26,7 @@ from codebase_core.errors import ValidationFailed
 from entrypoints.facade import open_workspaces
 from entrypoints.jobs import running_worker
 from entrypoints.mcp.errors import CodedErrors
+from entrypoints.mcp.heap import settle_heap
 from entrypoints.mcp.state import AllowedRoots, ServerState
 from entrypoints.mcp.tools_code import register_code_tools
 from entrypoints.mcp.tools_jobs import register_job_tools
@@ -216,7 +217,9 @@ def serve(
             "process (unset CODEBASE_MCP_STORE, or serve one process)",
         )
     if transport == "stdio":
-        build_server(settings).run("stdio", show_banner=False)
+        server = build_server(settings)
+        settle_heap()
+        server.run("stdio", show_banner=False)
         return
     from entrypoints.mcp.http import serve_http  # uvicorn only for the HTTP transports
 

@@ -44,7 +44,8 @@ CHUNK_COLUMNS = (
     "embedding",
 )
 CONTEXT_COLUMNS = ("chunk_id", "before", "after")
-# The columns of a ``Chunk``, named as its fields (``chunk_of`` reads them), on alias ``c``.
+# The columns of a ``Chunk``, named as its fields and in their order, on alias ``c``: a
+# statement read with ``chunk_of`` selects them first.
 SELECT_CHUNK = (
     "c.id, c.repo_id AS repository_id, c.file_path, c.language, c.symbol, c.kind, "
     "c.start_line, c.end_line, c.content, c.content_hash, c.token_count"
@@ -59,9 +60,9 @@ def term_key(term: str) -> int:
 
 
 def chunk_of(row: asyncpg.Record) -> Chunk:
-    """The chunk of a row selected with ``SELECT_CHUNK`` (not validated again: it was when
-    written, and a search reads hundreds)."""
-    return Chunk.trusted(row)
+    """The chunk of a row that selects ``SELECT_CHUNK`` first (not validated again: it was
+    when written, and a search reads hundreds)."""
+    return Chunk.trusted_values(row.values())
 
 
 @dataclass(slots=True)
