@@ -271,7 +271,7 @@ def exact_sql(s: str, where: str, limit: str) -> str:
     """The exact top ``limit`` by cosine distance to $1 of the chunks (alias ``c``) passing
     ``where``, ``SELECT_CHUNK`` and ``score``, ties by path and line. The distances are sorted
     with the row's key alone and the chosen rows read after: sorting whole rows copied every
-    chunk's text into the sort, a third of the statement's time."""
+    chunk's text into the sort."""
     return f"""
         SELECT {SELECT_CHUNK}, 1 - t.d AS score
         FROM (
