@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
-from codebase_core.ranking import QueryKind, RankingConfig, analyse_query, rerank
+from codebase_core.ranking import QueryKind, QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_core.ranking.definitions import defines
 from codebase_core.ranking.paths import FileRole, file_role, stem_names, superseded
 from codebase_core.ranking.rerank import (
@@ -20,6 +20,7 @@ from codebase_core.ranking.rerank import (
     path_share,
     path_word_weights,
     query_word_forms,
+    referenced_files,
     stem_boost_share,
 )
 
@@ -481,3 +482,35 @@ def test_only_older_versions_are_superseded(versions: list[int], asked: set[str]
     assert found == {f for f in files if int(f.split("/")[1][1:]) < newest} - {
         f"src/{a}/mod.py" for a in asked
     }
+
+
+def test_a_short_question_lifts_the_files_the_best_file_names() -> None:
+    # The best file extends ``Apply``: Apply.scala rises above an equal unrelated file.
+    top = chunk("cats/Applicative.scala", "trait Applicative[F[_]] extends Apply[F] {\n}")
+    named = chunk("cats/Apply.scala", "trait Apply[F[_]] extends Functor[F] {\n}")
+    other = chunk("cats/Monoid.scala", "trait Monoid[A] extends Semigroup[A] {\n}")
+    entry = chunk("cats/mod.rs", "pub mod applicative;\npub fn x() {}")
+    cands = [
+        ScoredChunk(top, 1.0),
+        ScoredChunk(other, 0.5),
+        ScoredChunk(named, 0.45),
+        ScoredChunk(entry, 0.4),
+    ]
+    scores = {s.chunk.id: s.score for s in cands}
+    assert referenced_files([top, named, other, entry], scores) == {"cats/Apply.scala"}
+    off = RankingConfig(path_boost=0.0, stem_boost=0.0)
+    on = off.model_copy(update={"reference_boost": 0.2, "reference_max_words": 8})
+    query = analyse_query("how effects combine")
+
+    def order(config: RankingConfig, q: QueryProfile = query) -> list[str]:
+        return [s.chunk.file_path for s in rerank(cands, q, config)]
+
+    assert order(off)[:3] == ["cats/Applicative.scala", "cats/Monoid.scala", "cats/Apply.scala"]
+    assert order(on)[:3] == ["cats/Applicative.scala", "cats/Apply.scala", "cats/Monoid.scala"]
+    # A long question describes one function: no lift.
+    long_q = analyse_query(
+        "combine two independent effects into one pair keeping both results apart"
+    )
+    assert order(on, long_q) == order(off, long_q)
+    # Scores stay within [0, 1].
+    assert all(0.0 <= s.score <= 1.0 for s in rerank(cands, query, on))

@@ -60,6 +60,15 @@ class RankingConfig(BaseModel):
     # Files under a version folder older than another candidate's (``v3/`` beside ``v4/``)
     # get ``compat_prior`` (``paths.superseded``).
     older_versions: bool = True
+    # Added to each candidate file that the best candidate file names in its candidate chunks
+    # (an import, a base type, a call: ``Applicative.scala`` extends ``Apply``), for a question
+    # in words of at most ``reference_max_words`` words (0: any length), all of it up to
+    # ``reference_words`` words and ``reference_words / words`` beyond (0: always all). A
+    # question about how a part works is answered by a file and the files it rests on; a long
+    # one describes one function. See ``rerank.referenced_files``. 0: off.
+    reference_boost: float = Field(default=defaults.RANK_REFERENCE_BOOST, ge=0.0)
+    reference_max_words: int = Field(default=defaults.RANK_REFERENCE_MAX_WORDS, ge=0)
+    reference_words: int = Field(default=defaults.RANK_REFERENCE_WORDS, ge=0)
     # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
     trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
     # A file's chunks after its first ``file_free_chunks`` count this much, then this

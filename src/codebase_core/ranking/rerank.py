@@ -18,6 +18,10 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    for "how the Functor type class defines mapping") or shortens one (``impls.rs`` for
    "implementations"): all of it for one of the question's first words, less for a later
    one (``ranking.naming``: a question names its subject first).
+   **References**: for a short question in words, the files the best candidate file names
+   in its candidate chunks (``Applicative.scala`` extends ``Apply``; ``parser.hpp`` includes
+   ``lexer.hpp``) gain ``reference_boost``: how a part works is told by a file and the files
+   it rests on.
 4. **Priors** multiply the total: tests, examples, docs and prose, compatibility shims,
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
    unless the query asks for that kind of file (an old version kept in a version folder beside
@@ -37,6 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 
@@ -250,6 +255,37 @@ def _path_words(path: str) -> frozenset[str]:
     return paths.path_terms(path)
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# Stems naming a folder's entry or a package, not a subject: most files mention ``mod``.
+_ENTRY_STEMS = frozenset({"mod", "index", "init", "packageinfo", "lib", "main"})
+
+
+def question_words(profile: QueryProfile) -> int:
+    """The question's words of three letters or more (its lexical terms)."""
+    return sum(1 for t in profile.terms if len(t) >= 3)
+
+
+def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> set[str]:
+    """The files of ``chunks`` that the best one's file (by its best chunk's ``scores``, ties
+    by path) names in its chunks among ``chunks``: one of the file's stem names (three
+    letters or more, not an entry's ``mod`` or ``index``) is a word of them, normalised as
+    ``paths.normalise_name`` (``Apply`` -> ``Apply.scala``, ``./rootConfig`` ->
+    ``rootConfig.ts``, ``lexer.hpp``)."""
+    by_file: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        by_file[c.file_path].append(c)
+    if not by_file:
+        return set()
+    top = min(by_file, key=lambda f: (-max(scores[c.id] for c in by_file[f]), f))
+    words = {paths.normalise_name(w) for c in by_file[top] for w in _IDENTIFIER.findall(c.content)}
+    return {
+        f
+        for f in by_file
+        if f != top
+        and any(len(n) >= 3 and n not in _ENTRY_STEMS and n in words for n in paths.stem_names(f))
+    }
+
+
 def definition_gain(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
     """What defining one of the queried names adds to ``chunk`` (0 when it defines none)."""
     if not profile.names or config.definition_boost <= 0:
@@ -270,6 +306,7 @@ def ceiling(config: RankingConfig) -> float:
         + config.definition_boost * config.stem_factor
         + config.path_boost
         + config.stem_boost
+        + config.reference_boost
     )
 
 
@@ -353,14 +390,29 @@ def rerank(
     if config.priors and config.older_versions and factors[FileRole.COMPAT] < 1.0:
         older = paths.superseded(files, {t.lower() for t in profile.tokens})
     compat = factors[FileRole.COMPAT]
+    factor = {
+        cid: (_prior(c, factors, trivial) if config.priors else 1.0) for cid, c in chunks.items()
+    }
+    raw = {
+        cid: base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0) for cid, c in chunks.items()
+    }
+    n_words = question_words(profile)
+    if (
+        config.reference_boost > 0
+        and not profile.is_symbol
+        and (config.reference_max_words <= 0 or n_words <= config.reference_max_words)
+    ):
+        provisional = {
+            cid: raw[cid] * factor[cid] * (compat if c.file_path in older else 1.0)
+            for cid, c in chunks.items()
+        }
+        named = referenced_files(chunks.values(), provisional)
+        add = config.reference_boost * stem_boost_share(profile, config.reference_words)
+        for cid, c in chunks.items():
+            if c.file_path in named:
+                raw[cid] += add
     scored = [
-        (
-            (base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0))
-            * (_prior(c, factors, trivial) if config.priors else 1.0)
-            * (compat if c.file_path in older else 1.0)
-            / bound,
-            c,
-        )
+        (raw[cid] * factor[cid] * (compat if c.file_path in older else 1.0) / bound, c)
         for cid, c in chunks.items()
     ]
     return [
