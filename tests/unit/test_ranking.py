@@ -4,6 +4,7 @@ and properties of the re-ranking."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,13 @@ from hypothesis import strategies as st
 from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
 from codebase_core.ranking import QueryKind, QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_core.ranking.definitions import defines
-from codebase_core.ranking.paths import FileRole, file_role, stem_names, superseded
+from codebase_core.ranking.paths import (
+    FileRole,
+    file_role,
+    normalise_name,
+    stem_names,
+    superseded,
+)
 from codebase_core.ranking.rerank import (
     ceiling,
     diversify,
@@ -212,12 +219,12 @@ _TEXTS = [
 
 
 @st.composite
-def candidates(draw: st.DrawFn) -> list[ScoredChunk]:
+def candidates(draw: st.DrawFn, paths: list[str] | None = None) -> list[ScoredChunk]:
     n = draw(st.integers(min_value=0, max_value=12))
     out: list[ScoredChunk] = []
     for i in range(n):
         c = chunk(
-            draw(st.sampled_from(_PATHS)),
+            draw(st.sampled_from(paths or _PATHS)),
             draw(st.sampled_from(_TEXTS)),
             draw(st.sampled_from([None, "Parser", "parse", "Parser.feed"])),
             line=i * 10 + 1,
@@ -498,7 +505,7 @@ def test_a_short_question_lifts_the_files_the_best_file_names() -> None:
     ]
     scores = {s.chunk.id: s.score for s in cands}
     assert referenced_files([top, named, other, entry], scores) == {"cats/Apply.scala"}
-    off = RankingConfig(path_boost=0.0, stem_boost=0.0)
+    off = RankingConfig(path_boost=0.0, stem_boost=0.0, reference_boost=0.0)
     on = off.model_copy(update={"reference_boost": 0.2, "reference_max_words": 8})
     query = analyse_query("how effects combine")
 
@@ -512,5 +519,42 @@ def test_a_short_question_lifts_the_files_the_best_file_names() -> None:
         "combine two independent effects into one pair keeping both results apart"
     )
     assert order(on, long_q) == order(off, long_q)
-    # Scores stay within [0, 1].
+    # Scores stay within [0, 1]; the default lifts as ``on`` does.
     assert all(0.0 <= s.score <= 1.0 for s in rerank(cands, query, on))
+    assert RankingConfig().reference_boost > 0
+    default = off.model_copy(update={"reference_boost": RankingConfig().reference_boost})
+    assert order(default)[:3] == order(on)[:3]
+
+
+def _mentioned(cands: list[ScoredChunk]) -> set[str]:
+    """The candidate files some candidate's text names (a superset of what the best names)."""
+    words = {
+        normalise_name(w) for s in cands for w in re.findall(r"[A-Za-z_][\w-]*", s.chunk.content)
+    }
+    return {s.chunk.file_path for s in cands if words & set(stem_names(s.chunk.file_path))}
+
+
+_NAMED_PATHS = ["src/parser.py", "src/json.py", "src/feed.py", "lib/node.go", "src/other.py"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cands=candidates(_NAMED_PATHS),
+    query=st.sampled_from(["how is text parsed", "parse the feed"]),
+)
+def test_the_reference_boost_only_ever_lifts_named_files(
+    cands: list[ScoredChunk], query: str
+) -> None:
+    """With the boost, chunks of files no candidate names keep their order among themselves,
+    and a chunk of a named file never falls below one of an unnamed file it was above."""
+    profile = analyse_query(query)
+    off = RankingConfig(reference_boost=0.0)
+    on = off.model_copy(update={"reference_boost": 0.3})
+    before = [s.chunk for s in rerank(cands, profile, off)]
+    after = [s.chunk for s in rerank(cands, profile, on)]
+    named = _mentioned(cands)
+    at = {c.id: i for i, c in enumerate(after)}
+    for i, x in enumerate(before):
+        for y in before[i + 1 :]:
+            if y.file_path not in named:
+                assert at[x.id] < at[y.id]
