@@ -277,7 +277,9 @@ def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> 
     if not by_file:
         return set()
     top = min(by_file, key=lambda f: (-max(scores[c.id] for c in by_file[f]), f))
-    words = {paths.normalise_name(w) for c in by_file[top] for w in _IDENTIFIER.findall(c.content)}
+    # Each distinct word normalised once: a central file's chunks repeat most of theirs.
+    text = "\n".join(c.content for c in by_file[top])
+    words = {paths.normalise_name(w) for w in set(_IDENTIFIER.findall(text))}
     return {
         f
         for f in by_file
