@@ -139,6 +139,7 @@ def normalise_name(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
+@functools.lru_cache(maxsize=16_384)
 def stem_names(path: str) -> frozenset[str]:
     """The forms of a file's stem that name what it defines (``json_reader.py`` and
     ``JsonReader.java`` -> ``jsonreader``; a plural ``validators.py`` -> ``validator`` too)."""

@@ -163,13 +163,23 @@ def path_share(
     """The share of the query's words (of three letters or more) found in the file's name or
     the folder holding it, each counted by its weight in ``weights`` (1.0 when absent).
     ``matches``: the file's ``files_path_matches``, when the caller has them."""
-    words = _path_query_words(profile)
-    w = weights or {}
-    total = sum(w.get(t, 1.0) for t in words)
-    if total <= 0:
-        return 0.0
     found = files_path_matches(profile, [path])[path] if matches is None else matches
-    return sum(w.get(t, 1.0) for t in words if t in found) / total
+    return path_shares(profile, weights or {}, {path: found})[path]
+
+
+def path_shares(
+    profile: QueryProfile, weights: Mapping[str, float], matches: Mapping[str, frozenset[str]]
+) -> dict[str, float]:
+    """``path_share`` of each file of ``matches`` (its ``files_path_matches``), the query's
+    words and their total weight taken once for all."""
+    words = _path_query_words(profile)
+    total = sum(weights.get(t, 1.0) for t in words)
+    if total <= 0:
+        return dict.fromkeys(matches, 0.0)
+    return {
+        f: sum(weights.get(t, 1.0) for t in words if t in found) / total
+        for f, found in matches.items()
+    }
 
 
 def path_word_weights(
@@ -376,7 +386,8 @@ def rerank(
         matches = files_path_matches(profile, files)
         weights = path_word_weights(profile, files, config.path_word_floor, matches)
         path_gain = {
-            f: config.path_boost * path_share(profile, f, weights, matches[f]) for f in files
+            f: config.path_boost * share
+            for f, share in path_shares(profile, weights, matches).items()
         }
     if config.stem_boost > 0 and not profile.is_symbol:
         for f, g in stem_gains(profile, config, files).items():
