@@ -127,6 +127,25 @@ async def test_touched_is_every_file_that_may_have_changed(tree: Tree) -> None:
     assert await tree.source.touched("/no/such/root", ["a.py"], later) == {"a.py"}
 
 
+async def test_touched_answers_alike_for_few_and_many_files(tree: Tree) -> None:
+    # A search asks about its few hits' files, a re-check about many: one answer for both.
+    names = [f"m{i:02d}.py" for i in range(48)]
+    for name in names:
+        tree.files.write(name, f"v = {name!r}\n")
+    indexed = await _indexed(tree)
+    began = utcnow() - timedelta(seconds=60)
+    later = utcnow() + timedelta(seconds=60)
+    tree.files.write("m03.py", "v = 'edited'\n")
+    tree.files.remove("m40.py")
+    for paths in (names[:5], names):
+        assert await tree.source.touched(tree.root, paths, later) == (
+            {"m40.py"} if "m40.py" in paths else set()
+        )
+        assert await tree.source.touched(tree.root, paths, None) == set(paths)
+    assert {"m03.py", "m40.py"} <= await tree.source.touched(tree.root, names, began)
+    assert await tree.source.changed(tree.root, indexed, began) == {"m03.py", "m40.py"}
+
+
 async def test_a_missing_root_changes_everything(tree: Tree) -> None:
     assert await tree.source.changed("/no/such/root", {"a.py": "0" * 64}, None) == {"a.py"}
 

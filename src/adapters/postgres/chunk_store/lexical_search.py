@@ -82,8 +82,9 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
             kth AS (SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1),
             top AS (
                 SELECT f.chunk, f.raw FROM f, bound
-                WHERE f.raw * {k1p} >= (SELECT coalesce(min(raw), 0) FROM kth) * {k1p}
-                                        - {tolerance} * bound.v
+                WHERE f.raw * {k1p}::float8
+                      >= (SELECT coalesce(min(raw), 0) FROM kth) * {k1p}::float8
+                         - {tolerance}::float8 * bound.v
                 ORDER BY f.raw DESC LIMIT 1000
             )"""
     else:
@@ -99,9 +100,11 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
             FROM {s}.corpus_stats LIMIT 1
         ), w AS (
             -- Document frequencies over the whole project, from the postings index; the
-            -- length normalisation folded into two constants per query.
+            -- length normalisation folded into two constants per query, typed float8: a
+            -- bare decimal is numeric, and numeric arithmetic on every posting is several
+            -- times dearer than float8.
             SELECT q.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf,
-                   {k1 * (1 - b)} AS k, {k1 * b} / st.avg AS m
+                   {k1 * (1 - b)}::float8 AS k, {k1 * b}::float8 / st.avg AS m
             FROM unnest($1::int8[]) AS q(term)
             CROSS JOIN LATERAL (
                 SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
@@ -126,9 +129,9 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
             ) x
             GROUP BY x.chunk
         ), bound AS (
-            SELECT coalesce(sum(idf) * {k1 + 1.0}, 0) AS v FROM w
+            SELECT coalesce(sum(idf) * {k1 + 1.0}::float8, 0) AS v FROM w
         ), {top.format(k1p=k1 + 1.0, tolerance=TIE_TOLERANCE)}
-        SELECT {SELECT_CHUNK}, top.raw * {k1 + 1.0} AS raw, bound.v AS bound,
+        SELECT {SELECT_CHUNK}, top.raw * {k1 + 1.0}::float8 AS raw, bound.v AS bound,
                (SELECT count(*) FROM f) AS total
         FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
     """
