@@ -11,7 +11,15 @@ over the whole burst, and p50/p95/max of a call's latency; errors by code; the s
 calls that input validation refuses (a NUL in the query): what the HTTP/MCP transport costs
 per call with no search behind it.
 
+With --profile DIR, py-spy samples the server's processes during the burst and the result
+adds the share of the samples each part of the server took (``bench.load_profile``).
+
+With --compare NAME=SRC,..., each version's code (a worktree's ``src`` first on PYTHONPATH)
+serves in turn, --rounds times, over one index; the result gives each version's runs and the
+medians of its figures.
+
     python -m bench.mcp_load [--clients 100] [--searches 5] [--embedder hash] [--repo PATH]
+        [--workers N] [--profile DIR] [--compare NAME=SRC,... [--rounds 3]]
         [--out bench/results/mcp_load.json]
 """
 
@@ -23,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +45,7 @@ import httpx
 
 from adapters.postgres.embedded import start_embedded, stop_embedded
 from bench.job_latency import bench_env, free_port
+from bench.load_profile import Profiler
 from bench.mcp_latency import _ms
 from bench.retrieval import emit
 
@@ -214,7 +224,13 @@ async def refused(url: str, clients: int, calls: int, cpu: CpuMeter) -> dict[str
 
 
 async def burst(
-    url: str, health: str, queries: list[str], clients: int, searches: int, cpu: CpuMeter
+    url: str,
+    health: str,
+    queries: list[str],
+    clients: int,
+    searches: int,
+    cpu: CpuMeter,
+    profiler: Profiler | None = None,
 ) -> dict[str, Any]:
     connector = aiohttp.TCPConnector(limit=clients + 10)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -251,12 +267,15 @@ async def burst(
         done = asyncio.Event()
         tasks = [asyncio.create_task(client(k, s)) for k, s in enumerate(sessions)]
         prober = asyncio.create_task(probe())
+        if profiler is not None:
+            await asyncio.to_thread(profiler.start)
         cpu.start()
         began = time.perf_counter()
         start.set()
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - began
         spent = cpu.per_call(clients * searches)
+        profile = await asyncio.to_thread(profiler.finish) if profiler is not None else None
         done.set()
         await prober
     return {
@@ -268,6 +287,7 @@ async def burst(
         "outcomes": dict(codes),
         "health_max_ms": round(max(health_s) * 1000, 1) if health_s else None,
         **spent,
+        **({"server_samples_percent": profile} if profile is not None else {}),
     }
 
 
@@ -292,44 +312,105 @@ def _spawn(env: dict[str, str], port: int, workers: int = 1) -> subprocess.Popen
     )
 
 
+async def _up(base: str) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        for _ in range(300):
+            try:
+                if (await http.get(f"{base}/health")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+
+
+async def _measure(
+    args: argparse.Namespace, env: dict[str, str], queries: list[str], postmaster: int
+) -> dict[str, Any]:
+    """Start a server with ``env``, run the single client, the burst and the refused calls
+    against it, stop it."""
+    port = free_port()
+    server = _spawn(env, port, args.workers)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await _up(base)
+        cpu = CpuMeter({"server": server.pid, "postgres": postmaster})
+        return {
+            "single_client": await single(f"{base}/mcp", queries, args.single, cpu),
+            "burst": await burst(
+                f"{base}/mcp",
+                f"{base}/health",
+                queries,
+                args.clients,
+                args.searches,
+                cpu,
+                Profiler(server.pid, args.profile) if args.profile else None,
+            ),
+            "refused_calls": await refused(f"{base}/mcp", args.clients, args.searches, cpu),
+        }
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+
+
+# The figures a comparison reports the median of, per version: (section, field).
+COMPARED = (
+    ("single_client", "p50_ms"),
+    ("single_client", "server_cpu_ms_per_call"),
+    ("single_client", "postgres_cpu_ms_per_call"),
+    ("burst", "searches_per_s"),
+    ("burst", "p50_ms"),
+    ("burst", "p95_ms"),
+    ("burst", "server_cpu_ms_per_call"),
+    ("burst", "postgres_cpu_ms_per_call"),
+    ("burst", "health_max_ms"),
+)
+
+
+def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for section, field in COMPARED:
+        values = [r[section][field] for r in runs if r[section].get(field) is not None]
+        if values:
+            out[f"{section}.{field}"] = round(statistics.median(values), 2)
+    return out
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="codebase-mcp-load-"))
-    server: subprocess.Popen[bytes] | None = None
     try:
         db = await start_embedded(tmp / "pg")
         env = bench_env(db, tmp, args.embedder, "load")
         chunks = await asyncio.to_thread(_index, env, args.repo)
-        port = free_port()
-        server = _spawn(env, port, args.workers)
-        base = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(timeout=10) as http:
-            for _ in range(300):
-                try:
-                    if (await http.get(f"{base}/health")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(0.2)
         spec = json.loads(QUERIES.read_text())
         queries = [q["query"] for q in spec["queries"] if q["corpus"] == "rich"]
         postmaster = int((tmp / "pg" / "postmaster.pid").read_text().split()[0])
-        cpu = CpuMeter({"server": server.pid, "postgres": postmaster})
-        return {
+        head = {
             "embedder": args.embedder,
             "server_processes": args.workers,
             "repo": str(args.repo),
             "chunks": chunks,
             "cpus": os.cpu_count(),
-            "single_client": await single(f"{base}/mcp", queries, args.single, cpu),
-            "burst": await burst(
-                f"{base}/mcp", f"{base}/health", queries, args.clients, args.searches, cpu
-            ),
-            "refused_calls": await refused(f"{base}/mcp", args.clients, args.searches, cpu),
+        }
+        if not args.compare:
+            return {**head, **await _measure(args, env, queries, postmaster)}
+        # Versions alternate round by round on one database and index, so a drift of the
+        # machine's speed falls on each alike.
+        versions = dict(item.split("=", 1) for item in args.compare.split(","))
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
+        for _ in range(args.rounds):
+            for name, src in versions.items():
+                path = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+                runs[name].append(
+                    await _measure(args, {**env, "PYTHONPATH": path}, queries, postmaster)
+                )
+        return {
+            **head,
+            "versions": versions,
+            "rounds": args.rounds,
+            "medians": {name: _medians(r) for name, r in runs.items()},
+            "runs": runs,
         }
     finally:
-        if server is not None:
-            server.send_signal(signal.SIGTERM)
-            server.wait(30)
         stop_embedded(tmp / "pg")
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -349,6 +430,20 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=1, help="serve --workers")
     p.add_argument("--repo", type=Path, default=_default_repo())
     p.add_argument("--out", type=Path, default=Path("bench/results/mcp_load.json"))
+    p.add_argument(
+        "--compare",
+        default=None,
+        help="NAME=SRC,NAME=SRC: serve each version's code (SRC put first on PYTHONPATH, as "
+        "a worktree's src; empty: this checkout) in turn, --rounds times, one index",
+    )
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="sample the server with py-spy during the burst, raw files in this folder "
+        "(bench.load_profile)",
+    )
     args = p.parse_args()
     emit(asyncio.run(main_async(args)), args.out)
 
