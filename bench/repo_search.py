@@ -65,6 +65,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no file coherence": {"coherence_boost": 0.0},
     "no priors": {"priors": False},
     "no older-version prior": {"older_versions": False},
+    "members defining the name alike": {"member_factor": 1.0},
     "no reference boost": {"reference_boost": 0.0},
     "reference boost for any question length": {"reference_max_words": 0},
     "no file diversity": {"file_decay": 1.0},

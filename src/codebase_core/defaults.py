@@ -129,6 +129,11 @@ RANK_SYMBOL_LEXICAL_WEIGHT: Final = 1.0
 # lexical +0.002; 2.0 and 3.0 score alike).
 RANK_DEFINITION_BOOST: Final = 1.5
 RANK_STEM_FACTOR: Final = 1.5
+# A member defining the queried bare name (``defaultValidator.Engine``) beside a definition of
+# the name as its own (``type Engine struct``) keeps this share of its boost: 1.5 - 1.5 * 0.2
+# = 1.2, the most a retrieval score and file coherence can put one candidate ahead of
+# another, so the thing itself ranks above the same-named member whatever they retrieved.
+RANK_MEMBER_FACTOR: Final = 0.2
 RANK_EMBEDDED_FACTOR: Final = 0.0
 RANK_PATH_BOOST: Final = 1.0
 # A query word counts in the path share by how few candidate files' paths hold it: this much

@@ -24,6 +24,10 @@ class RankingConfig(BaseModel):
     definition_boost: float = Field(default=defaults.RANK_DEFINITION_BOOST, ge=0.0)
     stem_factor: float = Field(default=defaults.RANK_STEM_FACTOR, ge=1.0)
     embedded_factor: float = Field(default=defaults.RANK_EMBEDDED_FACTOR, ge=0.0)
+    # Times the definition boost of a chunk that defines the queried bare name only as a
+    # member (``defaultValidator.Engine`` for "Engine") when another chunk defines it as a
+    # name of its own: a bare name asks for the thing itself first (1.0: alike).
+    member_factor: float = Field(default=defaults.RANK_MEMBER_FACTOR, ge=0.0, le=1.0)
     # Look the queried names up among every chunk's symbols, not only the candidates.
     definition_lookup: bool = True
     # Added, times the share of query words found in the file's name or folder.

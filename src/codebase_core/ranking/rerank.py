@@ -9,7 +9,9 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
 2. **Definitions**: a chunk that defines a queried name (``ranking.definitions``) gains
    ``definition_boost``, times ``stem_factor`` when its file is named after it; names written
    inside a sentence count ``embedded_factor`` of that. Definitions the retrievals missed
-   (found by the store's symbol lookup) enter with this boost alone.
+   (found by the store's symbol lookup) enter with this boost alone. For a bare name, a
+   chunk defining it only as a member of something else (``defaultValidator.Engine``) gains
+   ``member_factor`` of its boost while another defines it as a name of its own.
 3. **Paths**: for a question in words, a chunk gains ``path_boost`` times the share of the
    query's words found in its file's name or folder (exactly, or one a prefix of the other),
    each word weighed by how few of the candidates' paths hold it (``json`` in a JSON library
@@ -298,16 +300,46 @@ def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> 
     }
 
 
-def definition_gain(chunk: Chunk, profile: QueryProfile, config: RankingConfig) -> float:
-    """What defining one of the queried names adds to ``chunk`` (0 when it defines none)."""
+def definition_gain(
+    chunk: Chunk, profile: QueryProfile, config: RankingConfig
+) -> tuple[float, bool]:
+    """What defining one of the queried names adds to ``chunk`` (0 when it defines none)
+    before ``member_factor``, and whether it defines the name only as a member."""
     if not profile.names or config.definition_boost <= 0:
-        return 0.0
+        return 0.0, False
     scale = 1.0 if profile.is_symbol else config.embedded_factor
     for name in profile.names:
         if defines(chunk, name):
             named_after = paths.normalise_name(last_name(name)) in paths.stem_names(chunk.file_path)
-            return config.definition_boost * scale * (config.stem_factor if named_after else 1.0)
-    return 0.0
+            gain = config.definition_boost * scale * (config.stem_factor if named_after else 1.0)
+            return gain, is_member_definition(chunk, name)
+    return 0.0, False
+
+
+def is_member_definition(chunk: Chunk, name: str) -> bool:
+    """Whether ``chunk`` defines the bare ``name`` only as a member of something (its symbol
+    says ``Owner.name``, ``Owner::name``...), not as a name of its own."""
+    symbols = [p.strip() for p in (chunk.symbol or "").split(",")]
+    own = [p for p in symbols if p and last_name(p) == name]
+    return bool(own) and all(p != name for p in own)
+
+
+def definition_gains(
+    chunks: Mapping[str, Chunk], profile: QueryProfile, config: RankingConfig
+) -> dict[str, float]:
+    """``definition_gain`` of each chunk (by id) that defines a queried name. When the query
+    is a bare name and some chunk defines it as a name of its own (``type Engine struct``),
+    the chunks defining it only as a member of something else (``defaultValidator.Engine``)
+    gain ``member_factor`` of theirs: a bare name asks for the thing itself first. When every
+    definition is a member (a method name), they all gain in full."""
+    found = {cid: definition_gain(c, profile, config) for cid, c in chunks.items()}
+    found = {cid: gm for cid, gm in found.items() if gm[0] > 0}
+    qualified = any(last_name(n) != n for n in profile.names)
+    demote = not qualified and any(not member for _, member in found.values())
+    return {
+        cid: gain * (config.member_factor if demote and member else 1.0)
+        for cid, (gain, member) in found.items()
+    }
 
 
 def ceiling(config: RankingConfig) -> float:
@@ -393,8 +425,8 @@ def rerank(
         for f, g in stem_gains(profile, config, files).items():
             path_gain[f] = path_gain.get(f, 0.0) + g
     if profile.names and config.definition_boost > 0:
-        for cid, c in chunks.items():
-            gain[cid] += definition_gain(c, profile, config)
+        for cid, g in definition_gains(chunks, profile, config).items():
+            gain[cid] += g
     bound = ceiling(config)
     factors = role_factors(profile, config)
     trivial = config.trivial_prior
