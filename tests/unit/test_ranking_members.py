@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from codebase_core.models import ScoredChunk
 from codebase_core.ranking import RankingConfig, analyse_query, rerank
-from codebase_core.ranking.rerank import is_member_definition
+from codebase_core.ranking.definitions import is_member_definition
 from tests.unit.test_ranking import chunk
 
 _TYPE = chunk("gin.go", "type Engine struct {\n    RouterGroup\n}", "Engine", line=90)
@@ -85,14 +85,22 @@ def _candidates(draw: st.DrawFn) -> list[ScoredChunk]:
 
 @settings(max_examples=200, deadline=None)
 @given(cands=_candidates(), factor=st.floats(min_value=0.0, max_value=1.0))
-def test_the_member_factor_never_lifts_a_member_nor_lowers_anything_else(
-    cands: list[ScoredChunk], factor: float
-) -> None:
+def test_the_member_factor_lowers_members_only(cands: list[ScoredChunk], factor: float) -> None:
+    """Without the file decay, members never rise and nothing else moves; with it, a chunk
+    that is not a member never falls (members falling can only let it up its file's order;
+    a member itself may rise there when its file's other members fall further)."""
     profile = analyse_query("Engine")
-    full = {s.chunk.id: s.score for s in rerank(cands, profile, RankingConfig(member_factor=1.0))}
-    cut = {s.chunk.id: s.score for s in rerank(cands, profile, RankingConfig(member_factor=factor))}
+
+    def scores(**fields: float) -> dict[str, float]:
+        return {s.chunk.id: s.score for s in rerank(cands, profile, RankingConfig(**fields))}
+
+    flat_full = scores(member_factor=1.0, file_decay=1.0)
+    flat_cut = scores(member_factor=factor, file_decay=1.0)
+    full, cut = scores(member_factor=1.0), scores(member_factor=factor)
     for s in cands:
+        cid = s.chunk.id
         if is_member_definition(s.chunk, "Engine"):
-            assert cut[s.chunk.id] <= full[s.chunk.id] + 1e-12
+            assert flat_cut[cid] <= flat_full[cid] + 1e-12
         else:
-            assert cut[s.chunk.id] >= full[s.chunk.id] - 1e-12
+            assert flat_cut[cid] == flat_full[cid]
+            assert cut[cid] >= full[cid] - 1e-12

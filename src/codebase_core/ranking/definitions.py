@@ -11,8 +11,12 @@ anything else before a name.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from codebase_core.models import Chunk, last_name, symbol_names
+from codebase_core.ranking import paths
+from codebase_core.ranking.config import RankingConfig
+from codebase_core.ranking.query import QueryProfile
 
 _KEYWORDS = (
     "class|struct|interface|trait|enum|union|record|protocol|extension|object|module|"
@@ -52,3 +56,45 @@ def defines(chunk: Chunk, name: str) -> bool:
     if bare in symbol_names(chunk.symbol):
         return True
     return bool(bare) and _defined_in(chunk.content, bare)
+
+
+def definition_gain(
+    chunk: Chunk, profile: QueryProfile, config: RankingConfig
+) -> tuple[float, bool]:
+    """What defining one of the queried names adds to ``chunk`` (0 when it defines none)
+    before ``member_factor``, and whether it defines the name only as a member."""
+    if not profile.names or config.definition_boost <= 0:
+        return 0.0, False
+    scale = 1.0 if profile.is_symbol else config.embedded_factor
+    for name in profile.names:
+        if defines(chunk, name):
+            named_after = paths.normalise_name(last_name(name)) in paths.stem_names(chunk.file_path)
+            gain = config.definition_boost * scale * (config.stem_factor if named_after else 1.0)
+            return gain, is_member_definition(chunk, name)
+    return 0.0, False
+
+
+def is_member_definition(chunk: Chunk, name: str) -> bool:
+    """Whether ``chunk`` defines the bare ``name`` only as a member of something (its symbol
+    says ``Owner.name``, ``Owner::name``...), not as a name of its own."""
+    symbols = [p.strip() for p in (chunk.symbol or "").split(",")]
+    own = [p for p in symbols if p and last_name(p) == name]
+    return bool(own) and all(p != name for p in own)
+
+
+def definition_gains(
+    chunks: Mapping[str, Chunk], profile: QueryProfile, config: RankingConfig
+) -> dict[str, float]:
+    """``definition_gain`` of each chunk (by id) that defines a queried name. When the query
+    is a bare name and some chunk defines it as a name of its own (``type Engine struct``),
+    the chunks defining it only as a member of something else (``defaultValidator.Engine``)
+    gain ``member_factor`` of theirs: a bare name asks for the thing itself first. When every
+    definition is a member (a method name), they all gain in full."""
+    found = {cid: definition_gain(c, profile, config) for cid, c in chunks.items()}
+    found = {cid: gm for cid, gm in found.items() if gm[0] > 0}
+    qualified = any(last_name(n) != n for n in profile.names)
+    demote = not qualified and any(not member for _, member in found.values())
+    return {
+        cid: gain * (config.member_factor if demote and member else 1.0)
+        for cid, (gain, member) in found.items()
+    }
