@@ -83,6 +83,7 @@ from codebase_core.models.text import (
     sha256_hex,
     split_lines,
     symbol_names,
+    symbol_parts,
 )
 
 __all__ = [
@@ -147,5 +148,6 @@ __all__ = [
     "split_lines",
     "steps_to",
     "symbol_names",
+    "symbol_parts",
     "utcnow",
 ]

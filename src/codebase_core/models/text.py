@@ -141,10 +141,17 @@ def last_name(name: str) -> str:
     return _QUALIFIED_PREFIX.sub("", _CALL_SUFFIX.sub("", name.strip(), count=1), count=1)
 
 
-def symbol_names(symbol: str | None) -> list[str]:
-    """The names a chunk's symbol holds: the last part of each of its symbols (a merged
-    chunk's are joined by ``", "``). The Postgres store indexes the same rule in SQL
-    (``symbol_names`` of migration 8)."""
+def symbol_parts(symbol: str | None) -> list[str]:
+    """The symbols a chunk's symbol holds, as written (a merged chunk's are joined by
+    ``", "``): ``"Engine, defaultValidator.Engine"`` -> ``["Engine",
+    "defaultValidator.Engine"]``."""
     if not symbol:
         return []
-    return [n for n in (last_name(p) for p in symbol.split(",")) if n]
+    return [p for p in (part.strip() for part in symbol.split(",")) if p]
+
+
+def symbol_names(symbol: str | None) -> list[str]:
+    """The names a chunk's symbol holds: the last part of each of its symbols
+    (``symbol_parts``). The Postgres store indexes the same rule in SQL (``symbol_names`` of
+    migration 8)."""
+    return [n for n in (last_name(p) for p in symbol_parts(symbol)) if n]

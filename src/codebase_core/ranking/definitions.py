@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from codebase_core.models import Chunk, last_name, symbol_names
+from codebase_core.models import Chunk, last_name, symbol_names, symbol_parts
 from codebase_core.ranking import paths
 from codebase_core.ranking.config import RankingConfig
 from codebase_core.ranking.query import QueryProfile
@@ -77,8 +77,7 @@ def definition_gain(
 def is_member_definition(chunk: Chunk, name: str) -> bool:
     """Whether ``chunk`` defines the bare ``name`` only as a member of something (its symbol
     says ``Owner.name``, ``Owner::name``...), not as a name of its own."""
-    symbols = [p.strip() for p in (chunk.symbol or "").split(",")]
-    own = [p for p in symbols if p and last_name(p) == name]
+    own = [p for p in symbol_parts(chunk.symbol) if last_name(p) == name]
     return bool(own) and all(p != name for p in own)
 
 
