@@ -66,6 +66,10 @@ def definition_gain(
     if not profile.names or config.definition_boost <= 0:
         return 0.0, False
     scale = 1.0 if profile.is_symbol else config.embedded_factor
+    if scale <= 0:
+        # Names inside a sentence with embedded_factor 0 (the default): nothing gains, so
+        # no chunk needs reading for a definition.
+        return 0.0, False
     for name in profile.names:
         if defines(chunk, name):
             named_after = paths.normalise_name(last_name(name)) in paths.stem_names(chunk.file_path)
