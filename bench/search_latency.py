@@ -7,7 +7,9 @@ the hashing embedder (384-d), then
 times ``Codebase.search`` end to end (SQL, fusion, context lines) for every query in every mode,
 with no filter and with a directory filter. Query vectors are computed before timing (a
 wrapping embedder answers from a dict), so the figures exclude query embedding, as the target
-says. Reports p50/p95 in milliseconds over --repeat passes of the query set.
+says. Reports p50/p95 in milliseconds over --repeat passes of the query set. With
+--unranked, each query is also searched with the ranking stack off, right beside the ranked
+search (which goes first alternates), so both see the same caches and the same hour.
 
     python -m bench.search_latency [--files 16000 | --source DIR] [--unranked]
         [--out bench/results/x.json]
@@ -137,24 +139,30 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 services["/unranked"] = ranked.with_ranking(RankingConfig(enabled=False))
             for q in qs[:5]:  # warm the pool and plans
                 await ranked.search(SearchQuery.build(q))
-            for suffix, service in services.items():
-                for mode in ("semantic", "lexical", "hybrid"):
-                    for label, flt in [
-                        ("none", None),
-                        *((f"directory={d}", d) for d in directories),
-                    ]:
-                        lat: list[float] = []
-                        for _ in range(args.repeat):
-                            for q in qs:
-                                query = SearchQuery.build(q, mode=mode, limit=10, directory=flt)
+            order = list(services.items())
+            for mode in ("semantic", "lexical", "hybrid"):
+                for label, flt in [
+                    ("none", None),
+                    *((f"directory={d}", d) for d in directories),
+                ]:
+                    lat: dict[str, list[float]] = {suffix: [] for suffix in services}
+                    for rep in range(args.repeat):
+                        for i, q in enumerate(qs):
+                            query = SearchQuery.build(q, mode=mode, limit=10, directory=flt)
+                            # Ranked and unranked answer each query back to back, first by
+                            # turns: run one after the other, the second met the caches the
+                            # first had warmed, and a slower hour of the machine.
+                            turn = order if (i + rep) % 2 == 0 else order[::-1]
+                            for suffix, service in turn:
                                 t = time.perf_counter()
                                 await service.search(query)
-                                lat.append((time.perf_counter() - t) * 1000.0)
+                                lat[suffix].append((time.perf_counter() - t) * 1000.0)
+                    for suffix, samples in lat.items():
                         out[f"{mode}/{label}{suffix}"] = {
-                            "p50_ms": _pct(lat, 0.5),
-                            "p95_ms": _pct(lat, 0.95),
-                            "mean_ms": round(statistics.fmean(lat), 2),
-                            "n": len(lat),
+                            "p50_ms": _pct(samples, 0.5),
+                            "p95_ms": _pct(samples, 0.95),
+                            "mean_ms": round(statistics.fmean(samples), 2),
+                            "n": len(samples),
                         }
             out["index_status"] = result.status.value
         from adapters.postgres.embedded import stop_embedded
