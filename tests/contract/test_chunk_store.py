@@ -455,6 +455,24 @@ async def test_lexical_ties_after_better_hits_keep_the_smallest_paths(
     assert total == 83
 
 
+async def test_lexical_search_without_its_count_ranks_alike(chunk_store: ChunkStore) -> None:
+    # Ties crossing the limit, a filter, and a term nothing holds: leaving the count out
+    # changes no hit, and a count given is the count.
+    await chunk_store.save_repository(repo())
+    files = [file_batch("r1", f"f{i:02d}.txt", ["token"]) for i in reversed(range(40))]
+    files += [file_batch("r1", f"src/z{i}.txt", ["token token", "other"]) for i in range(3)]
+    await chunk_store.replace_files("r1", files)
+    for terms, flt, limit in [
+        (["token"], NO_FILTER, 5),
+        (["token", "other"], NO_FILTER, 50),
+        (["token"], SearchFilters(directory="src"), 2),
+        (["absent"], NO_FILTER, 5),
+    ]:
+        counted, total = await chunk_store.lexical_search(terms, flt, limit)
+        uncounted, maybe = await chunk_store.lexical_search(terms, flt, limit, count=False)
+        assert uncounted == counted and maybe in (None, total), (terms, flt, limit)
+
+
 async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
     await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
     assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}

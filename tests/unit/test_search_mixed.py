@@ -4,6 +4,8 @@ beside repositories that hold them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from adapters.hashing import HashingEmbedder
@@ -11,7 +13,7 @@ from adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core.errors import EmbedderUnavailable, ModelMismatch
-from codebase_core.models import SearchMode, SearchQuery
+from codebase_core.models import ScoredChunk, SearchFilters, SearchMode, SearchQuery
 from codebase_core.ports import Embedder
 from codebase_core.services import IndexingService, SearchService
 
@@ -152,3 +154,58 @@ async def test_a_repository_with_vectors_of_another_model_still_refuses() -> Non
         for mode in ("semantic", "hybrid"):
             with pytest.raises(ModelMismatch, match="force_reindex"):
                 await service.search(SearchQuery.build("load settings", mode=mode))
+
+
+class UncountingStore(InMemoryChunkStore):
+    """A store that leaves the lexical count out when allowed to (as the Postgres store
+    does), recording what each lexical search was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted: list[bool] = []
+        self.always_count = False
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
+    ) -> tuple[list[ScoredChunk], int | None]:
+        self.counted.append(count)
+        hits, total = await super().lexical_search(terms, filters, limit)
+        return hits, total if count or self.always_count else None
+
+
+async def test_hybrid_counts_lexical_matches_only_while_a_repository_lacks_vectors() -> None:
+    store = UncountingStore()
+    with_id = await _index(store, "/with", EMB)
+    await _index(store, "/without", None)
+    service = SearchService(store, EMB)
+    reference = SearchService(store, EMB)
+    everywhere = SearchQuery.build("send email recipient settings", mode="hybrid")
+    one_repo = SearchQuery.build("load settings json", mode="hybrid", repository_id=with_id)
+
+    async def expected(query: SearchQuery) -> tuple[list[str], int]:
+        """The hits and total of a search whose lexical half is always counted."""
+        store.always_count = True
+        result = await reference.search(query)
+        store.always_count = False
+        return [h.chunk_id for h in result.hits], result.total_count
+
+    plan = [
+        # The first search counts: nothing is known of the project yet.
+        (everywhere, [True]),
+        # A repository without vectors was searched: the next search counts again.
+        (one_repo, [True]),
+        # Only repositories with vectors were: the semantic count is the total.
+        (one_repo, [False]),
+        # Found out to need the count after all: the lexical half runs again, counted.
+        (everywhere, [False, True]),
+        (everywhere, [True]),
+    ]
+    for query, asked in plan:
+        hits, total = await expected(query)
+        store.counted.clear()
+        result = await service.search(query)
+        assert store.counted == asked, query.text
+        assert ([h.chunk_id for h in result.hits], result.total_count) == (hits, total)
+        if query is one_repo:
+            vectors = await store.vector_search([1.0] * EMB.dimension, one_repo.filters, 1)
+            assert result.total_count == vectors[1]

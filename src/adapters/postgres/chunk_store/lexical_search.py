@@ -22,10 +22,16 @@ TIE_TOLERANCE = 2e-9
 
 
 async def top_rows(
-    db: ProjectSession, keys: Sequence[int], filters: SearchFilters, limit: int
+    db: ProjectSession,
+    keys: Sequence[int],
+    filters: SearchFilters,
+    limit: int,
+    *,
+    count: bool = True,
 ) -> list[asyncpg.Record]:
     """The rows of ``lexical_sql`` for the term ``keys``: at least the top ``limit`` and every
-    chunk tied with the last of them (unordered; ``ranked`` orders them)."""
+    chunk tied with the last of them (unordered; ``ranked`` orders them); ``count``: whether
+    their ``total`` counts the matches (else it is NULL)."""
     conn = db.conn
     async with contextlib.AsyncExitStack() as tx:
         if filters.repository_id is not None:
@@ -37,23 +43,26 @@ async def top_rows(
         # One top-N sort with room for ties at the limit; only when the ties run past that
         # room is everything tied with the k-th score fetched, so ties fall to path, line.
         fetch = int(limit) + TIE_ROOM
-        rows = await conn.fetch(lexical_sql(db.s, flt, ties=False), keys, fetch, *flt.params)
+        rows = await conn.fetch(
+            lexical_sql(db.s, flt, ties=False, count=count), keys, fetch, *flt.params
+        )
         if len(rows) == fetch:
             # The rows come back in join order: rank their scores here.
             raws = sorted((float(r["raw"]) for r in rows), reverse=True)
             if raws[-1] >= raws[int(limit) - 1] - TIE_TOLERANCE * float(rows[0]["bound"]):
                 rows = await conn.fetch(
-                    lexical_sql(db.s, flt, ties=True), keys, int(limit), *flt.params
+                    lexical_sql(db.s, flt, ties=True, count=count), keys, int(limit), *flt.params
                 )
     return list(rows)
 
 
-def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk], int]:
+def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk], int | None]:
     """The top ``limit`` of ``top_rows`` by normalised score, then path and line; and the
-    number of chunks that matched."""
+    number of chunks that matched (None when not counted)."""
     if not rows:
         return [], 0
-    total = int(rows[0]["total"])
+    counted = rows[0]["total"]
+    total = None if counted is None else int(counted)
     bound = float(rows[0]["bound"])
     scored = [(lexical.normalised(float(r["raw"]), bound), r) for r in rows]
     scored.sort(key=lambda sr: (-sr[0], sr[1]["file_path"], sr[1]["start_line"]))
@@ -61,9 +70,10 @@ def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk
     return [ScoredChunk(chunk_of(r), sc) for sc, r in scored[:limit]], total
 
 
-def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
+def lexical_sql(s: str, flt: SqlFilter, *, ties: bool, count: bool = True) -> str:
     """BM25 of every chunk holding a query term ($1: term keys), filtered; the top $2
-    (``ties``: every chunk scoring within float noise of the $2-th best)."""
+    (``ties``: every chunk scoring within float noise of the $2-th best); ``count``: with
+    the number of chunks scored (else NULL)."""
     k1, b = lexical.K1, lexical.B
     # Filtered: the matching chunks first (from the covering path index), joined to the
     # postings before scoring, so only their postings are scored. Materialised, the set
@@ -89,6 +99,11 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
             )"""
     else:
         top = "top AS (SELECT f.chunk, f.raw FROM f ORDER BY f.raw DESC LIMIT $2)"
+    # Read once (no count, no ties), the scores are not stored: the planner feeds the
+    # aggregate straight to the top-N sort instead of writing every scored chunk to a
+    # tuplestore and reading it twice.
+    kept = "MATERIALIZED " if count or ties else ""
+    total = "(SELECT count(*) FROM f)" if count else "NULL::int8"
     return f"""
         WITH {fl}st AS (
             -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
@@ -110,7 +125,7 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
                 SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
             ) d, st
             WHERE d.df > 0
-        ), f AS MATERIALIZED (
+        ), f AS {kept}(
             -- BM25 / (k1 + 1): idf * tf / (tf + k1 * (1 - b + b * len / avg)), summed.
             -- The blocks are unnested in the select list (one ProjectSet step), not by a
             -- function scan per block, which spooled each block first. Each term's blocks
@@ -132,6 +147,6 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool) -> str:
             SELECT coalesce(sum(idf) * {k1 + 1.0}::float8, 0) AS v FROM w
         ), {top.format(k1p=k1 + 1.0, tolerance=TIE_TOLERANCE)}
         SELECT {SELECT_CHUNK}, top.raw * {k1 + 1.0}::float8 AS raw, bound.v AS bound,
-               (SELECT count(*) FROM f) AS total
+               {total} AS total
         FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
     """

@@ -298,13 +298,13 @@ class PgChunkStore:
         return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows], total
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
+        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
+    ) -> tuple[list[ScoredChunk], int | None]:
         keys = list(dict.fromkeys(term_key(t) for t in terms))
         if not keys:
             return [], 0
         async with self._session() as db:
-            rows = await top_rows(db, keys, filters, limit)
+            rows = await top_rows(db, keys, filters, limit, count=count)
         return ranked(rows, limit)
 
     async def definitions(
