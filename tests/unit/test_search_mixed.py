@@ -16,8 +16,10 @@ from codebase_core.errors import EmbedderUnavailable, ModelMismatch
 from codebase_core.models import ScoredChunk, SearchFilters, SearchMode, SearchQuery
 from codebase_core.ports import Embedder
 from codebase_core.services import IndexingService, SearchService
+from tests.factories import repo
 
 TOKENS = TiktokenCounter()
+EMPTY = "00000000-0000-4000-8000-000000000001"  # a repository holding no chunk
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
 EMB = HashingEmbedder(128)
 
@@ -157,8 +159,8 @@ async def test_a_repository_with_vectors_of_another_model_still_refuses() -> Non
 
 
 class UncountingStore(InMemoryChunkStore):
-    """A store that leaves the lexical count out when allowed to (as the Postgres store
-    does), recording what each lexical search was asked."""
+    """A store that leaves the lexical count out when the port allows it (every chunk has a
+    vector), as the Postgres store does, recording what each lexical search was asked."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -170,42 +172,48 @@ class UncountingStore(InMemoryChunkStore):
     ) -> tuple[list[ScoredChunk], int | None]:
         self.counted.append(count)
         hits, total = await super().lexical_search(terms, filters, limit)
-        return hits, total if count or self.always_count else None
+        all_vectored = all(cid in self._vectors for cid in self._chunks)
+        return hits, None if not count and all_vectored and not self.always_count else total
 
 
-async def test_hybrid_counts_lexical_matches_only_while_a_repository_lacks_vectors() -> None:
+async def test_hybrid_asks_for_the_lexical_count_only_when_answered_lexically() -> None:
     store = UncountingStore()
     with_id = await _index(store, "/with", EMB)
-    await _index(store, "/without", None)
+    without_id = await _index(store, "/without", None)
     service = SearchService(store, EMB)
     reference = SearchService(store, EMB)
     everywhere = SearchQuery.build("send email recipient settings", mode="hybrid")
-    one_repo = SearchQuery.build("load settings json", mode="hybrid", repository_id=with_id)
+    vectored = SearchQuery.build("load settings json", mode="hybrid", repository_id=with_id)
+    plain = SearchQuery.build("send email", mode="hybrid", repository_id=without_id)
 
-    async def expected(query: SearchQuery) -> tuple[list[str], int]:
-        """The hits and total of a search whose lexical half is always counted."""
-        store.always_count = True
-        result = await reference.search(query)
+    async def check(query: SearchQuery, asked: list[bool]) -> None:
+        store.always_count = True  # the reference: every count taken
+        expected = await reference.search(query)
         store.always_count = False
-        return [h.chunk_id for h in result.hits], result.total_count
-
-    plan = [
-        # The first search counts: nothing is known of the project yet.
-        (everywhere, [True]),
-        # A repository without vectors was searched: the next search counts again.
-        (one_repo, [True]),
-        # Only repositories with vectors were: the semantic count is the total.
-        (one_repo, [False]),
-        # Found out to need the count after all: the lexical half runs again, counted.
-        (everywhere, [False, True]),
-        (everywhere, [True]),
-    ]
-    for query, asked in plan:
-        hits, total = await expected(query)
         store.counted.clear()
         result = await service.search(query)
         assert store.counted == asked, query.text
-        assert ([h.chunk_id for h in result.hits], result.total_count) == (hits, total)
-        if query is one_repo:
-            vectors = await store.vector_search([1.0] * EMB.dimension, one_repo.filters, 1)
-            assert result.total_count == vectors[1]
+        assert result.mode == expected.mode and result.hits == expected.hits
+        assert result.total_count == expected.total_count >= len(result.hits)
+
+    # Nothing is known of the project yet: the first search asks.
+    await check(everywhere, [True])
+    # Answered by fusion: no count asked; the store counts anyway while a chunk lacks a
+    # vector (the repository without vectors), so the larger count stays exact.
+    await check(everywhere, [False])
+    await check(vectored, [False])
+    # Nothing to compare in the repository without vectors: answered lexically (counted,
+    # as a chunk lacks a vector), and the next search asks for the count at once.
+    await check(plain, [False])
+    await check(plain, [True])
+    # Every chunk with a vector: the count is left out, and the semantic count is the total.
+    await IndexingService(store, TREE, CHUNKER, TOKENS, EMB).index("/without")
+    await check(everywhere, [True])
+    await check(everywhere, [False])
+    result = await service.search(everywhere)
+    vectors = await store.vector_search([1.0] * EMB.dimension, everywhere.filters, 1)
+    assert result.total_count == vectors[1]
+    # Answered lexically after all (a repository holding no chunk yet: nothing to compare)
+    # while the count was left out: the lexical half runs again, counted.
+    await store.save_repository(repo(EMPTY, "/empty", "empty"))
+    await check(SearchQuery.build("send email", mode="hybrid", repository_id=EMPTY), [False, True])

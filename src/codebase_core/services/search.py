@@ -14,11 +14,10 @@ off (``RankingConfig(enabled=False)``) it is the retrieval score.
 ``total_count`` (before the limit and before duplicate collapsing):
 - semantic: chunks with vectors that pass the filters;
 - lexical: chunks passing the filters that contain at least one query term;
-- hybrid: the semantic count (every embedded chunk is a semantic candidate, and a chunk
-  with a query term in a repository with vectors has one); where a repository without
-  vectors is searched, the larger of the two. So a hybrid search leaves the lexical count
-  out while the last one needed none (on a large index, counting every chunk a common word
-  holds costs as much as ranking them), and counts again when it turns out to be needed.
+- hybrid: the larger of the two (every embedded chunk is a semantic candidate). A store may
+  leave the lexical count out where every chunk it holds has a vector, as the semantic
+  count is then the larger (on a large index, counting every chunk a common word holds
+  costs as much as ranking them).
 
 The embedder may arrive as a provider, resolved on first need: only a semantic search, or a
 hybrid one whose repositories hold vectors, needs it. So a lexical search, or a hybrid search
@@ -154,8 +153,8 @@ class SearchService:
         self._fusion = fusion or FusionConfig()
         self._source = source
         self._ranking = ranking or RankingConfig()
-        # Whether the next hybrid search counts its lexical matches: as the last one needed
-        # (a repository without vectors searched, or no vectors at all).
+        # Whether the next hybrid search asks for its lexical count: only while the last one
+        # was answered lexically (no embedder, or no vectors to compare), which needs it.
         self._hybrid_counts = True
 
     def with_embedder(self, embedder: Embedder | None) -> SearchService:
@@ -211,9 +210,8 @@ class SearchService:
                 self._dense(query, mode, depth),
                 self._sparse(query.text, query.filters, depth, count=counts),
             )
-            needs_count = dense is None or bool(dense.lexical_only)
-            self._hybrid_counts = needs_count
-            if needs_count and lex_total is None:
+            self._hybrid_counts = dense is None
+            if dense is None and lex_total is None:
                 lexical_hits, lex_total = await self._sparse(query.text, query.filters, depth)
         elif mode is SearchMode.SEMANTIC:
             dense = await self._dense(query, mode, depth)

@@ -73,7 +73,8 @@ def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk
 def lexical_sql(s: str, flt: SqlFilter, *, ties: bool, count: bool = True) -> str:
     """BM25 of every chunk holding a query term ($1: term keys), filtered; the top $2
     (``ties``: every chunk scoring within float noise of the $2-th best); ``count``: with
-    the number of chunks scored (else NULL)."""
+    the number of chunks scored (else NULL); and how many of the project's chunks have no
+    vector (``unvectored``)."""
     k1, b = lexical.K1, lexical.B
     # Filtered: the matching chunks first (from the covering path index), joined to the
     # postings before scoring, so only their postings are scored. Materialised, the set
@@ -111,7 +112,8 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool, count: bool = True) -> st
             -- thousand rows, multiplied w's estimate by as many, and hashed all postings
             -- of the terms to disk instead of the filter's chunks.
             SELECT n_docs::float8 AS n,
-                   CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg
+                   CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg,
+                   n_docs - n_vectors AS unvectored
             FROM {s}.corpus_stats LIMIT 1
         ), w AS (
             -- Document frequencies over the whole project, from the postings index; the
@@ -147,6 +149,6 @@ def lexical_sql(s: str, flt: SqlFilter, *, ties: bool, count: bool = True) -> st
             SELECT coalesce(sum(idf) * {k1 + 1.0}::float8, 0) AS v FROM w
         ), {top.format(k1p=k1 + 1.0, tolerance=TIE_TOLERANCE)}
         SELECT {SELECT_CHUNK}, top.raw * {k1 + 1.0}::float8 AS raw, bound.v AS bound,
-               {total} AS total
-        FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound
+               {total} AS total, st.unvectored
+        FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound, st
     """

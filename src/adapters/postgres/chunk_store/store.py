@@ -61,6 +61,9 @@ class PgChunkStore:
         self._models = ModelGuard()
         self._vectors = VectorSearch(ann)
         self._segments = Segments(database, project_id, ann)
+        # Whether every chunk held a vector when a lexical search last looked: only then may
+        # a search asked for no count leave it out (see lexical_search).
+        self._all_vectored = False
 
     @property
     def project_id(self) -> str:
@@ -304,7 +307,15 @@ class PgChunkStore:
         if not keys:
             return [], 0
         async with self._session() as db:
-            rows = await top_rows(db, keys, filters, limit, count=count)
+            # Uncounted only where every chunk has a vector (the vectors passing the filters
+            # then outnumber the matches), as last seen; a statement that finds it no longer
+            # so runs again, counted.
+            uncounted = not count and self._all_vectored
+            rows = await top_rows(db, keys, filters, limit, count=not uncounted)
+            if rows:
+                self._all_vectored = int(rows[0]["unvectored"]) <= 0
+                if uncounted and not self._all_vectored:
+                    rows = await top_rows(db, keys, filters, limit)
         return ranked(rows, limit)
 
     async def definitions(
