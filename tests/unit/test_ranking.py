@@ -13,6 +13,13 @@ from hypothesis import strategies as st
 from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
 from codebase_core.ranking import QueryKind, QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_core.ranking.definitions import defines
+from codebase_core.ranking.path_words import (
+    named_after_query,
+    path_share,
+    path_word_weights,
+    query_word_forms,
+    stem_boost_share,
+)
 from codebase_core.ranking.paths import (
     FileRole,
     file_role,
@@ -20,16 +27,7 @@ from codebase_core.ranking.paths import (
     stem_names,
     superseded,
 )
-from codebase_core.ranking.rerank import (
-    ceiling,
-    diversify,
-    named_after_query,
-    path_share,
-    path_word_weights,
-    query_word_forms,
-    referenced_files,
-    stem_boost_share,
-)
+from codebase_core.ranking.rerank import ceiling, diversify, referenced_files
 
 
 def chunk(

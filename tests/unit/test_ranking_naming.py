@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from codebase_core.models import Chunk, ScoredChunk
 from codebase_core.ranking import RankingConfig, analyse_query, rerank
 from codebase_core.ranking.naming import abbreviates, position_share, word_positions
-from codebase_core.ranking.rerank import stem, stem_gains
+from codebase_core.ranking.path_words import stem, stem_gains
 
 DEFAULT = RankingConfig()
 BY_LENGTH = RankingConfig(stem_boost_position=0, stem_abbreviation=0)

@@ -33,7 +33,7 @@ class RankingConfig(BaseModel):
     # Added, times the share of query words found in the file's name or folder.
     path_boost: float = Field(default=defaults.RANK_PATH_BOOST, ge=0.0)
     # A query word weighs in that share by its specificity among the candidates' paths, at
-    # least this much (1.0: every word alike); see ``rerank.path_word_weights``.
+    # least this much (1.0: every word alike); see ``path_words.path_word_weights``.
     path_word_floor: float = Field(default=defaults.RANK_PATH_WORD_FLOOR, ge=0.0, le=1.0)
     # Added when the file's whole name is one of the words of a question in words
     # (``Functor.scala`` for "how the Functor type class ...", ``parser.hpp`` for "JSON parser

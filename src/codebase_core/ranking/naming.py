@@ -29,7 +29,7 @@ def word_positions(
     content words, of the earliest word each comes from: one word's forms (as typed,
     ``from_json`` -> ``fromjson``, and its parts ``from``, ``json``), then two words in a row
     (``thread pool`` -> ``threadpool``, at the first one's position); each through ``strip``
-    (``rerank.stem``: without a form-changing ending)."""
+    (``path_words.stem``: without a form-changing ending)."""
     single: dict[str, int] = {}
     at: list[int] = []
     words: list[str] = []

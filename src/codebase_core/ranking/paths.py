@@ -112,15 +112,24 @@ def superseded(files: Collection[str], asked: Collection[str]) -> set[str]:
     highest: dict[tuple[str, ...], int] = {}
     versioned: list[tuple[str, tuple[str, ...], int, str]] = []
     for f in files:
-        folders = f.split("/")[:-1]
-        for i, folder in enumerate(folders):
-            m = _VERSION_FOLDER.fullmatch(folder.lower())
-            if m:
-                key, n = tuple(folders[:i]), int(m.group(1))
-                highest[key] = max(highest.get(key, n), n)
-                versioned.append((f, key, n, folder.lower()))
-                break
+        found = _version_folder(f)
+        if found is not None:
+            key, n, name = found
+            highest[key] = max(highest.get(key, n), n)
+            versioned.append((f, key, n, name))
     return {f for f, key, n, name in versioned if n < highest[key] and name not in asked}
+
+
+@functools.lru_cache(maxsize=16_384)
+def _version_folder(path: str) -> tuple[tuple[str, ...], int, str] | None:
+    """The first version folder of ``path``: the folders above it, its number and its name
+    (lower-cased); None without one."""
+    folders = path.split("/")[:-1]
+    for i, folder in enumerate(folders):
+        m = _VERSION_FOLDER.fullmatch(folder.lower())
+        if m:
+            return tuple(folders[:i]), int(m.group(1)), folder.lower()
+    return None
 
 
 def is_prose(path: str) -> bool:
