@@ -70,9 +70,8 @@ class RecordingStore:
         )
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
-        # Recorded counted: the count never changes a ranking.
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
         return await self._head(
             self.lexical,
             (tuple(terms), filters),

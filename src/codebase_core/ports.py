@@ -63,11 +63,7 @@ class ChunkStore(Protocol):
     - ``lexical_search`` ranks by BM25 (``codebase_core.lexical``: same analyser, k1 and b;
       document statistics over every chunk in the store) the chunks containing at least one
       of ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the
-      count of all chunks passing the filters that contain a term. With ``count=False`` the
-      count may be left out (None), but only while every chunk in the store has a vector
-      (the count of vectors passing the same filters then bounds it): counting every match
-      can cost a large index as much as ranking them, and a hybrid search then needs only
-      the larger count.
+      count of all chunks passing the filters that contain a term.
     - One embedding model per store (project): ``save_repository`` with a model other than the
       one whose vectors the store holds raises ``ModelMismatch`` while another repository holds
       such vectors; otherwise it switches the store to the new model and drops this
@@ -148,10 +144,9 @@ class ChunkStore(Protocol):
         ...
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
-        """Top chunks by BM25 over analysed ``terms``, and the number matching (None when
-        ``count`` is False and the store left it out; see class doc)."""
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
         ...
 
     async def definitions(

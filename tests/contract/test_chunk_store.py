@@ -455,39 +455,6 @@ async def test_lexical_ties_after_better_hits_keep_the_smallest_paths(
     assert total == 83
 
 
-async def test_lexical_search_without_its_count_ranks_alike(chunk_store: ChunkStore) -> None:
-    # Ties crossing the limit, a filter, and a term nothing holds: leaving the count out
-    # changes no hit; the count may be left out only while every chunk has a vector, and a
-    # count given is the count.
-    await chunk_store.save_repository(repo())
-    cases = [
-        (["token"], NO_FILTER, 5),
-        (["token", "other"], NO_FILTER, 50),
-        (["token"], SearchFilters(directory="src"), 2),
-        (["absent"], NO_FILTER, 5),
-    ]
-
-    def files(vectored: bool) -> list[FileBatch]:
-        flat = [file_batch("r1", f"f{i:02d}.txt", ["token"]) for i in reversed(range(40))]
-        nested = [file_batch("r1", f"src/z{i}.txt", ["token token", "other"]) for i in range(3)]
-        if vectored:
-            flat = [dataclasses.replace(f, vectors=[[1.0, 0.0, 0.0]]) for f in flat]
-            nested = [dataclasses.replace(f, vectors=[[0.0, 1.0, 0.0]] * 2) for f in nested]
-        return flat + nested
-
-    # Without vectors, then with a vector for every chunk, then one file without again.
-    for step, batch in enumerate(
-        [files(False), files(True), [file_batch("r1", "src/z0.txt", ["token token", "x"])]]
-    ):
-        await chunk_store.replace_files("r1", batch)
-        for terms, flt, limit in cases:
-            # Uncounted first: a store that remembers an earlier state is caught in it.
-            uncounted, maybe = await chunk_store.lexical_search(terms, flt, limit, count=False)
-            counted, total = await chunk_store.lexical_search(terms, flt, limit)
-            assert uncounted == counted, (step, terms, flt, limit)
-            assert maybe == total or (step == 1 and maybe is None), (step, terms, flt, limit)
-
-
 async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
     await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
     assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}

@@ -12,11 +12,10 @@ import pytest
 from adapters.memory import InMemoryChunkStore
 from adapters.postgres import PgChunkStore, PgDatabase
 from adapters.postgres.chunk_store.filters import SqlFilter
-from adapters.postgres.chunk_store.lexical_search import lexical_sql
+from adapters.postgres.chunk_store.lexical_search import blocks_sql
 from adapters.postgres.chunk_store.rows import term_key
 from codebase_core import lexical
 from codebase_core.models import SearchFilters
-from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
 
@@ -47,14 +46,14 @@ async def test_lexical_plan_sees_one_corpus_stats_row_before_any_analyze(
     await indexing_service(store, core_sources()).index("/repo")
     ws = await store.workspace()
     keys = [term_key(t) for t in lexical.query_terms("parse task status")]
-    flt = SqlFilter(SearchFilters(directory="services"), 3)
-    sql = lexical_sql(ws.quoted, flt, ties=False)
+    flt = SqlFilter(SearchFilters(directory="services"), 2)
+    sql = blocks_sql(ws.quoted, flt)
     async with db.connection() as conn:
         never = await conn.fetchval(
             "SELECT reltuples < 0 FROM pg_class WHERE oid = $1::regclass",
             f"{ws.quoted}.corpus_stats",
         )
-        plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", keys, 10, *flt.params)
+        plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", keys, *flt.params)
 
     def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield node
@@ -64,23 +63,3 @@ async def test_lexical_plan_sees_one_corpus_stats_row_before_any_analyze(
     w = next(n for n in nodes(json.loads(plan)[0]["Plan"]) if n.get("Subplan Name") == "CTE w")
     assert never  # the case this guards: autovacuum has not come by yet
     assert w["Plan Rows"] <= len(keys)
-
-
-async def test_an_uncounted_search_leaves_the_count_out_only_while_all_have_vectors(
-    db: PgDatabase, project: str
-) -> None:
-    """The Postgres store skips the count (the statement's costly part on a large index) once
-    it has seen every chunk hold a vector, and counts again as soon as one does not."""
-    store = PgChunkStore(db, project)
-    await indexing_service(store, core_sources()).index("/repo")
-    terms = lexical.query_terms("parse task status")
-    hits, total = await store.lexical_search(terms, NO_FILTER, 10)
-    assert total is not None and total > 10
-    again, left_out = await store.lexical_search(terms, NO_FILTER, 10, count=False)
-    assert again == hits and left_out is None
-    # A repository written without vectors: the next uncounted search finds it and counts.
-    await store.save_repository(repo("r9", "/other", "other"))
-    await store.replace_files("r9", [file_batch("r9", "x.py", ["def parse_status(): pass"])])
-    found, counted = await store.lexical_search(terms, NO_FILTER, 10, count=False)
-    assert counted == total + 1
-    assert found == (await store.lexical_search(terms, NO_FILTER, 10))[0]

@@ -4,8 +4,6 @@ beside repositories that hold them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from adapters.hashing import HashingEmbedder
@@ -13,13 +11,11 @@ from adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from adapters.tokens import TiktokenCounter
 from adapters.treesitter import TreeSitterChunker
 from codebase_core.errors import EmbedderUnavailable, ModelMismatch
-from codebase_core.models import ScoredChunk, SearchFilters, SearchMode, SearchQuery
+from codebase_core.models import SearchMode, SearchQuery
 from codebase_core.ports import Embedder
 from codebase_core.services import IndexingService, SearchService
-from tests.factories import repo
 
 TOKENS = TiktokenCounter()
-EMPTY = "00000000-0000-4000-8000-000000000001"  # a repository holding no chunk
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
 EMB = HashingEmbedder(128)
 
@@ -156,64 +152,3 @@ async def test_a_repository_with_vectors_of_another_model_still_refuses() -> Non
         for mode in ("semantic", "hybrid"):
             with pytest.raises(ModelMismatch, match="force_reindex"):
                 await service.search(SearchQuery.build("load settings", mode=mode))
-
-
-class UncountingStore(InMemoryChunkStore):
-    """A store that leaves the lexical count out when the port allows it (every chunk has a
-    vector), as the Postgres store does, recording what each lexical search was asked."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counted: list[bool] = []
-        self.always_count = False
-
-    async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
-        self.counted.append(count)
-        hits, total = await super().lexical_search(terms, filters, limit)
-        all_vectored = all(cid in self._vectors for cid in self._chunks)
-        return hits, None if not count and all_vectored and not self.always_count else total
-
-
-async def test_hybrid_asks_for_the_lexical_count_only_when_answered_lexically() -> None:
-    store = UncountingStore()
-    with_id = await _index(store, "/with", EMB)
-    without_id = await _index(store, "/without", None)
-    service = SearchService(store, EMB)
-    reference = SearchService(store, EMB)
-    everywhere = SearchQuery.build("send email recipient settings", mode="hybrid")
-    vectored = SearchQuery.build("load settings json", mode="hybrid", repository_id=with_id)
-    plain = SearchQuery.build("send email", mode="hybrid", repository_id=without_id)
-
-    async def check(query: SearchQuery, asked: list[bool]) -> None:
-        store.always_count = True  # the reference: every count taken
-        expected = await reference.search(query)
-        store.always_count = False
-        store.counted.clear()
-        result = await service.search(query)
-        assert store.counted == asked, query.text
-        assert result.mode == expected.mode and result.hits == expected.hits
-        assert result.total_count == expected.total_count >= len(result.hits)
-
-    # Nothing is known of the project yet: the first search asks.
-    await check(everywhere, [True])
-    # Answered by fusion: no count asked; the store counts anyway while a chunk lacks a
-    # vector (the repository without vectors), so the larger count stays exact.
-    await check(everywhere, [False])
-    await check(vectored, [False])
-    # Nothing to compare in the repository without vectors: answered lexically (counted,
-    # as a chunk lacks a vector), and the next search asks for the count at once.
-    await check(plain, [False])
-    await check(plain, [True])
-    # Every chunk with a vector: the count is left out, and the semantic count is the total.
-    await IndexingService(store, TREE, CHUNKER, TOKENS, EMB).index("/without")
-    await check(everywhere, [True])
-    await check(everywhere, [False])
-    result = await service.search(everywhere)
-    vectors = await store.vector_search([1.0] * EMB.dimension, everywhere.filters, 1)
-    assert result.total_count == vectors[1]
-    # Answered lexically after all (a repository holding no chunk yet: nothing to compare)
-    # while the count was left out: the lexical half runs again, counted.
-    await store.save_repository(repo(EMPTY, "/empty", "empty"))
-    await check(SearchQuery.build("send email", mode="hybrid", repository_id=EMPTY), [False, True])

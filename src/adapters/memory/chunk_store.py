@@ -304,9 +304,8 @@ class InMemoryChunkStore:
         return ranked, int(keep.size)
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
-        # Counted whatever ``count`` says: here the count is the length of a list built anyway.
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
         n_docs = len(self._doc_len)
         if n_docs == 0:
             return [], 0

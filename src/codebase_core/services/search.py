@@ -14,10 +14,7 @@ off (``RankingConfig(enabled=False)``) it is the retrieval score.
 ``total_count`` (before the limit and before duplicate collapsing):
 - semantic: chunks with vectors that pass the filters;
 - lexical: chunks passing the filters that contain at least one query term;
-- hybrid: the larger of the two (every embedded chunk is a semantic candidate). A store may
-  leave the lexical count out where every chunk it holds has a vector, as the semantic
-  count is then the larger (on a large index, counting every chunk a common word holds
-  costs as much as ranking them).
+- hybrid: the larger of the two (every embedded chunk is a semantic candidate).
 
 The embedder may arrive as a provider, resolved on first need: only a semantic search, or a
 hybrid one whose repositories hold vectors, needs it. So a lexical search, or a hybrid search
@@ -153,9 +150,6 @@ class SearchService:
         self._fusion = fusion or FusionConfig()
         self._source = source
         self._ranking = ranking or RankingConfig()
-        # Whether the next hybrid search asks for its lexical count: only while the last one
-        # was answered lexically (no embedder, or no vectors to compare), which needs it.
-        self._hybrid_counts = True
 
     def with_embedder(self, embedder: Embedder | None) -> SearchService:
         """This service with another embedder (a benchmark's precomputed query vectors)."""
@@ -202,17 +196,12 @@ class SearchService:
             depth = max(fusion.depth(query.limit), depth)
         dense: _Dense | None = None
         lexical_hits: list[ScoredChunk] = []
-        lex_total: int | None = 0
+        lex_total = 0
         if mode is SearchMode.HYBRID:
             # Both retrievals at once (a pooled store runs them on two connections).
-            counts = self._hybrid_counts
             dense, (lexical_hits, lex_total) = await together(
-                self._dense(query, mode, depth),
-                self._sparse(query.text, query.filters, depth, count=counts),
+                self._dense(query, mode, depth), self._sparse(query.text, query.filters, depth)
             )
-            self._hybrid_counts = dense is None
-            if dense is None and lex_total is None:
-                lexical_hits, lex_total = await self._sparse(query.text, query.filters, depth)
         elif mode is SearchMode.SEMANTIC:
             dense = await self._dense(query, mode, depth)
             if dense is None:
@@ -221,10 +210,10 @@ class SearchService:
             lexical_hits, lex_total = await self._sparse(query.text, query.filters, depth)
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare.
-            mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total or 0
+            mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
             ranked = fuse(dense.hits, lexical_hits, fusion)
-            total = dense.total if lex_total is None else max(dense.total, lex_total)
+            total = max(dense.total, lex_total)
         elif dense.extra and dense.hits:
             ranked = fuse(dense.hits, dense.extra, fusion)
             total = dense.total + dense.extra_total
@@ -346,18 +335,18 @@ class SearchService:
             only = query.filters.model_copy(update={"repository_id": repo.id})
             hits, n = await self._sparse(query.text, only, depth)
             found.extend(hits)
-            total += n or 0
+            total += n
         # One repository's BM25 scores compare with another's: the statistics are the store's.
         found.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
         return found[:depth], total
 
     async def _sparse(
-        self, text: str, filters: SearchFilters, depth: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
+        self, text: str, filters: SearchFilters, depth: int
+    ) -> tuple[list[ScoredChunk], int]:
         terms = lexical.query_terms(text)
         if not terms:
             return [], 0
-        return await self._store.lexical_search(terms, filters, depth, count=count)
+        return await self._store.lexical_search(terms, filters, depth)
 
 
 def _check_models(scope: _Scope, embedder: Embedder) -> None:

@@ -1,12 +1,22 @@
-"""Lexical search: exact BM25 over the postings blocks in one SQL statement, and the handling
-of ties at the limit (tied scores fall to path and line, as in every store)."""
+"""Lexical search: exact BM25 over the postings blocks, scored in this process.
+
+One statement reads every block of the query's terms that passes the filters, each array
+column concatenated into one binary value (the arrays' wire format), with the terms' document
+frequencies over the whole project; numpy then scores every posting and sums them per chunk.
+Summing in SQL hashed every matching chunk through an aggregate, most of a search's time on a
+large index when a question's common words hold tens of thousands of postings; here the count
+of matches comes with the scores. A second statement reads the rows of the top chunks, in the
+same snapshot. Ties at the limit fall to path and line, as in every store.
+"""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
+import numpy as np
 
 from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
@@ -14,141 +24,160 @@ from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core import lexical
 from codebase_core.models import ScoredChunk, SearchFilters
 
-# Extra rows a lexical top-N fetches past its limit, to see whether ties cross the limit.
-TIE_ROOM = 32
 # Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
 # score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.
 TIE_TOLERANCE = 2e-9
+# Past this many candidates beyond the limit (ties at the limit), their paths and lines are
+# read first and only the chosen rows after.
+TIE_ROOM = 32
+# A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
+# element type, length, lower bound), then each element as a 4-byte length and its value.
+_ARRAY_HEADER = 20
 
 
-async def top_rows(
-    db: ProjectSession,
-    keys: Sequence[int],
-    filters: SearchFilters,
-    limit: int,
-    *,
-    count: bool = True,
-) -> list[asyncpg.Record]:
-    """The rows of ``lexical_sql`` for the term ``keys``: at least the top ``limit`` and every
-    chunk tied with the last of them (unordered; ``ranked`` orders them); ``count``: whether
-    their ``total`` counts the matches (else it is NULL)."""
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """Every chunk passing the filters that holds a query term, with its raw BM25."""
+
+    seqs: np.ndarray[Any, Any]
+    raw: np.ndarray[Any, Any]
+    bound: float
+
+
+async def search(
+    db: ProjectSession, keys: Sequence[int], filters: SearchFilters, limit: int
+) -> tuple[list[ScoredChunk], int]:
+    """The top ``limit`` chunks by BM25 over the term ``keys`` passing ``filters`` (ties by
+    path and line), and the number of chunks that hold a term."""
     conn = db.conn
-    async with contextlib.AsyncExitStack() as tx:
-        if filters.repository_id is not None:
-            # One snapshot for the check in narrowed and the search.
-            await tx.enter_async_context(
-                conn.transaction(readonly=True, isolation="repeatable_read")
-            )
-        flt = SqlFilter(await narrowed(db, filters), 3)
-        # One top-N sort with room for ties at the limit; only when the ties run past that
-        # room is everything tied with the k-th score fetched, so ties fall to path, line.
-        fetch = int(limit) + TIE_ROOM
-        rows = await conn.fetch(
-            lexical_sql(db.s, flt, ties=False, count=count), keys, fetch, *flt.params
-        )
-        if len(rows) == fetch:
-            # The rows come back in join order: rank their scores here.
-            raws = sorted((float(r["raw"]) for r in rows), reverse=True)
-            if raws[-1] >= raws[int(limit) - 1] - TIE_TOLERANCE * float(rows[0]["bound"]):
-                rows = await conn.fetch(
-                    lexical_sql(db.s, flt, ties=True, count=count), keys, int(limit), *flt.params
-                )
-    return list(rows)
+    # One snapshot for the filter check, the scores and the rows they choose.
+    async with conn.transaction(readonly=True, isolation="repeatable_read"):
+        flt = SqlFilter(await narrowed(db, filters), 2)
+        row = await conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
+        scored = score(row)
+        if scored is None:
+            return [], 0
+        return await _top(db, scored, limit), len(scored.seqs)
 
 
-def ranked(rows: Sequence[asyncpg.Record], limit: int) -> tuple[list[ScoredChunk], int | None]:
-    """The top ``limit`` of ``top_rows`` by normalised score, then path and line; and the
-    number of chunks that matched (None when not counted)."""
-    if not rows:
-        return [], 0
-    counted = rows[0]["total"]
-    total = None if counted is None else int(counted)
-    bound = float(rows[0]["bound"])
-    scored = [(lexical.normalised(float(r["raw"]), bound), r) for r in rows]
-    scored.sort(key=lambda sr: (-sr[0], sr[1]["file_path"], sr[1]["start_line"]))
-    # Chunks only for the rows kept: the tie room is read but never returned.
-    return [ScoredChunk(chunk_of(r), sc) for sc, r in scored[:limit]], total
-
-
-def lexical_sql(s: str, flt: SqlFilter, *, ties: bool, count: bool = True) -> str:
-    """BM25 of every chunk holding a query term ($1: term keys), filtered; the top $2
-    (``ties``: every chunk scoring within float noise of the $2-th best); ``count``: with
-    the number of chunks scored (else NULL); and how many of the project's chunks have no
-    vector (``unvectored``)."""
-    k1, b = lexical.K1, lexical.B
+def blocks_sql(s: str, flt: SqlFilter) -> str:
+    """The project's statistics, the document frequency of each term of $1 (term keys) with a
+    posting, and the blocks of those terms passing ``flt`` (terms, sizes, and each array
+    column's binary values concatenated), in one row."""
     # Filtered: the matching chunks first (from the covering path index), joined to the
-    # postings before scoring, so only their postings are scored. Materialised, the set
-    # can only be hashed: probing the table per scored chunk (the planner's choice when
-    # it underestimates a common term's postings) was far slower.
+    # blocks, so only their postings are read. Materialised, the set can only be hashed:
+    # probing the table per block (the planner's choice when it underestimates a common
+    # term's postings) was far slower. The chunks of a block are alike in every filtered
+    # attribute (see rows.build_rows): the blocks to read are those whose first chunk passes.
     fl = (
         ""
         if flt.empty
         else f"fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql}), "
     )
-    # The chunks of a block are alike in every filtered attribute (see rows.build_rows): the
-    # blocks to score are those whose first chunk passes.
     only = "" if flt.empty else "JOIN fl ON fl.seq = p.first"
-    if ties:
-        top = """
-            kth AS (SELECT raw FROM f ORDER BY raw DESC OFFSET $2 - 1 LIMIT 1),
-            top AS (
-                SELECT f.chunk, f.raw FROM f, bound
-                WHERE f.raw * {k1p}::float8
-                      >= (SELECT coalesce(min(raw), 0) FROM kth) * {k1p}::float8
-                         - {tolerance}::float8 * bound.v
-                ORDER BY f.raw DESC LIMIT 1000
-            )"""
-    else:
-        top = "top AS (SELECT f.chunk, f.raw FROM f ORDER BY f.raw DESC LIMIT $2)"
-    # Read once (no count, no ties), the scores are not stored: the planner feeds the
-    # aggregate straight to the top-N sort instead of writing every scored chunk to a
-    # tuplestore and reading it twice.
-    kept = "MATERIALIZED " if count or ties else ""
-    total = "(SELECT count(*) FROM f)" if count else "NULL::int8"
     return f"""
         WITH {fl}st AS (
             -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
             -- the table (frequently updated, never vacuumed by us) it guesses over a
-            -- thousand rows, multiplied w's estimate by as many, and hashed all postings
-            -- of the terms to disk instead of the filter's chunks.
-            SELECT n_docs::float8 AS n,
-                   CASE WHEN n_docs > 0 THEN total_len::float8 / n_docs ELSE 1 END AS avg,
-                   n_docs - n_vectors AS unvectored
-            FROM {s}.corpus_stats LIMIT 1
+            -- thousand rows, multiplied w's estimate by as many, and read all postings of
+            -- the terms instead of the filter's blocks.
+            SELECT n_docs, total_len FROM {s}.corpus_stats LIMIT 1
         ), w AS (
-            -- Document frequencies over the whole project, from the postings index; the
-            -- length normalisation folded into two constants per query, typed float8: a
-            -- bare decimal is numeric, and numeric arithmetic on every posting is several
-            -- times dearer than float8.
-            SELECT q.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf,
-                   {k1 * (1 - b)}::float8 AS k, {k1 * b}::float8 / st.avg AS m
+            -- Document frequencies over the whole project, from the postings index.
+            SELECT q.term, d.df
             FROM unnest($1::int8[]) AS q(term)
             CROSS JOIN LATERAL (
                 SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
-            ) d, st
+            ) d
             WHERE d.df > 0
-        ), f AS {kept}(
-            -- BM25 / (k1 + 1): idf * tf / (tf + k1 * (1 - b + b * len / avg)), summed.
-            -- The blocks are unnested in the select list (one ProjectSet step), not by a
-            -- function scan per block, which spooled each block first. Each term's blocks
-            -- come from the term index (OFFSET 0 keeps the lateral lookup from being
-            -- flattened into a join): costed as random reads, the blocks of a few terms
-            -- looked dearer than reading every block of a mid-sized project, and a
-            -- sequential scan of all postings took most of the statement's time.
-            SELECT x.chunk, sum(x.idf * x.tf / (x.tf + x.k + x.m * x.len)) AS raw
-            FROM (
-                SELECT w.idf, w.k, w.m, unnest(p.chunks) AS chunk, unnest(p.tfs) AS tf,
-                       unnest(p.doc_lens) AS len
-                FROM w CROSS JOIN LATERAL (
-                    SELECT p.first, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
-                    WHERE p.term = w.term OFFSET 0
-                ) p {only}
-            ) x
-            GROUP BY x.chunk
-        ), bound AS (
-            SELECT coalesce(sum(idf) * {k1 + 1.0}::float8, 0) AS v FROM w
-        ), {top.format(k1p=k1 + 1.0, tolerance=TIE_TOLERANCE)}
-        SELECT {SELECT_CHUNK}, top.raw * {k1 + 1.0}::float8 AS raw, bound.v AS bound,
-               {total} AS total, st.unvectored
-        FROM top JOIN {s}.chunks c ON c.seq = top.chunk, bound, st
+        ), b AS (
+            -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
+            -- being flattened into a join: costed as random reads, the blocks of a few terms
+            -- looked dearer than reading every block of a mid-sized project).
+            SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
+            FROM w CROSS JOIN LATERAL (
+                SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
+                WHERE p.term = w.term OFFSET 0
+            ) p {only}
+        )
+        SELECT st.n_docs, st.total_len,
+               (SELECT array_agg(w.term) FROM w) AS w_terms,
+               (SELECT array_agg(w.df) FROM w) AS w_dfs,
+               bl.*
+        FROM st, (
+            SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes,
+                   string_agg(array_send(b.chunks), ''::bytea) AS chunks,
+                   string_agg(array_send(b.tfs), ''::bytea) AS tfs,
+                   string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
+            FROM b
+        ) bl
     """
+
+
+def score(row: asyncpg.Record | None) -> Scored | None:
+    """The chunks of a ``blocks_sql`` row with their raw BM25 (as ``lexical.term_score`` sums
+    it), or None when no block matched."""
+    if row is None or row["terms"] is None:
+        return None
+    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
+    avg = total_len / n_docs if n_docs > 0 else 0.0
+    idf_of = {
+        int(t): lexical.idf(n_docs, int(df))
+        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
+    }
+    sizes = np.asarray(row["sizes"], dtype=np.int64)
+    chunks = _elements(row["chunks"], sizes, ">i8")
+    tfs = _elements(row["tfs"], sizes, ">i4").astype(np.float64)
+    lens = _elements(row["doc_lens"], sizes, ">i4").astype(np.float64)
+    idfs = np.repeat(np.array([idf_of[int(t)] for t in row["terms"]]), sizes)
+    ratio = lens / avg if avg > 0 else np.ones_like(lens)
+    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
+    per_posting = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
+    seqs, inverse = np.unique(chunks, return_inverse=True)
+    raw = np.bincount(inverse, weights=per_posting, minlength=len(seqs))
+    return Scored(seqs=seqs, raw=raw, bound=lexical.upper_bound(idf_of.values()))
+
+
+def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
+    """The elements of one-dimensional arrays of ``sizes`` elements of ``kind`` (a big-endian
+    numpy type), concatenated in PostgreSQL's binary format, as int64."""
+    item = np.dtype([("len", ">i4"), ("value", kind)])
+    expected = int(len(sizes) * _ARRAY_HEADER + sizes.sum() * item.itemsize)
+    if len(data) != expected:
+        raise ValueError(f"postings arrays: {len(data)} bytes where {expected} were expected")
+    raw = np.frombuffer(data, dtype=np.uint8)
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(_ARRAY_HEADER + sizes[:-1] * item.itemsize, out=starts[1:])
+    keep = np.ones(len(raw), dtype=bool)
+    keep[(starts[:, None] + np.arange(_ARRAY_HEADER)).ravel()] = False
+    return raw[keep].view(item)["value"].astype(np.int64)
+
+
+async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChunk]:
+    """The rows of the top ``limit`` of ``scored`` by normalised score, then path and line."""
+    raw, bound = scored.raw, scored.bound
+    n = len(raw)
+    k = min(int(limit), n)
+    kth = float(np.partition(raw, n - k)[n - k])
+    # Every chunk that may round to the k-th's normalised score or above.
+    picked = np.flatnonzero(raw >= kth - TIE_TOLERANCE * bound)
+    seqs = scored.seqs[picked].tolist()
+    normal = {
+        s: lexical.normalised(float(r), bound)
+        for s, r in zip(seqs, raw[picked].tolist(), strict=True)
+    }
+    s = db.s
+    if len(seqs) > k + TIE_ROOM:
+        # Many ties: their paths and lines first, the chosen rows after.
+        keys = await db.conn.fetch(
+            f"SELECT c.seq, c.file_path, c.start_line FROM {s}.chunks c "
+            "WHERE c.seq = ANY($1::int8[])",
+            seqs,
+        )
+        keys = sorted(keys, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"]))
+        seqs = [r["seq"] for r in keys[:k]]
+    rows = await db.conn.fetch(
+        f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])", seqs
+    )
+    ordered = sorted(rows, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"]))
+    return [ScoredChunk(chunk_of(r), normal[r["seq"]]) for r in ordered[:k]]

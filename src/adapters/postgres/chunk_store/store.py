@@ -18,7 +18,7 @@ from adapters.postgres._errors import DRIVER_ERRORS
 from adapters.postgres.ann import AnnConfig
 from adapters.postgres.chunk_store import embedding_cache
 from adapters.postgres.chunk_store.filters import SqlFilter
-from adapters.postgres.chunk_store.lexical_search import ranked, top_rows
+from adapters.postgres.chunk_store.lexical_search import search as bm25_top
 from adapters.postgres.chunk_store.model_guard import ModelGuard
 from adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
@@ -61,9 +61,6 @@ class PgChunkStore:
         self._models = ModelGuard()
         self._vectors = VectorSearch(ann)
         self._segments = Segments(database, project_id, ann)
-        # Whether every chunk held a vector when a lexical search last looked: only then may
-        # a search asked for no count leave it out (see lexical_search).
-        self._all_vectored = False
 
     @property
     def project_id(self) -> str:
@@ -301,22 +298,13 @@ class PgChunkStore:
         return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows], total
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int, *, count: bool = True
-    ) -> tuple[list[ScoredChunk], int | None]:
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
         keys = list(dict.fromkeys(term_key(t) for t in terms))
         if not keys:
             return [], 0
         async with self._session() as db:
-            # Uncounted only where every chunk has a vector (the vectors passing the filters
-            # then outnumber the matches), as last seen; a statement that finds it no longer
-            # so runs again, counted.
-            uncounted = not count and self._all_vectored
-            rows = await top_rows(db, keys, filters, limit, count=not uncounted)
-            if rows:
-                self._all_vectored = int(rows[0]["unvectored"]) <= 0
-                if uncounted and not self._all_vectored:
-                    rows = await top_rows(db, keys, filters, limit)
-        return ranked(rows, limit)
+            return await bm25_top(db, keys, filters, limit)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int
