@@ -455,6 +455,18 @@ async def test_lexical_ties_after_better_hits_keep_the_smallest_paths(
     assert total == 83
 
 
+async def test_lexical_search_counts_without_hits_and_takes_a_term_once(
+    chunk_store: ChunkStore,
+) -> None:
+    await chunk_store.save_repository(repo())
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", f"f{i}.txt", ["token here", "other"]) for i in range(4)]
+    )
+    assert await chunk_store.lexical_search(["token"], NO_FILTER, 0) == ([], 4)
+    once = await chunk_store.lexical_search(["token", "other"], NO_FILTER, 10)
+    assert await chunk_store.lexical_search(["token", "other", "token"], NO_FILTER, 10) == once
+
+
 async def test_embedding_cache_is_keyed_by_model(chunk_store: ChunkStore) -> None:
     await chunk_store.cache_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
     assert await chunk_store.cached_embeddings("m1", ["h1", "h3"]) == {"h1": [0.5, 0.25]}

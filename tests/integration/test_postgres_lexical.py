@@ -11,6 +11,7 @@ import pytest
 
 from adapters.memory import InMemoryChunkStore
 from adapters.postgres import PgChunkStore, PgDatabase
+from adapters.postgres.chunk_store import lexical_search
 from adapters.postgres.chunk_store.filters import SqlFilter
 from adapters.postgres.chunk_store.lexical_search import blocks_sql
 from adapters.postgres.chunk_store.rows import term_key
@@ -19,7 +20,12 @@ from codebase_core.models import SearchFilters
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
 
-async def test_lexical_top10_matches_memory_on_a_real_corpus(db: PgDatabase, project: str) -> None:
+@pytest.mark.parametrize("threaded", [False, True])
+async def test_lexical_top10_matches_memory_on_a_real_corpus(
+    db: PgDatabase, project: str, threaded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if threaded:  # scored in a worker thread, as a search over very many postings is
+        monkeypatch.setattr(lexical_search, "THREAD_POSTINGS", 0)
     files = core_sources()
     pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
     r1 = await indexing_service(pg, files).index("/repo")

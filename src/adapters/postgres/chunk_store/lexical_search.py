@@ -11,6 +11,7 @@ same snapshot. Ties at the limit fall to path and line, as in every store.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,9 @@ TIE_ROOM = 32
 # A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
 # element type, length, lower bound), then each element as a 4-byte length and its value.
 _ARRAY_HEADER = 20
+# Past this many postings a search is scored in a worker thread: numpy's work on a very large
+# index would hold the event loop (and every other request) for a noticeable time.
+THREAD_POSTINGS = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,11 @@ async def search(
     async with conn.transaction(readonly=True, isolation="repeatable_read"):
         flt = SqlFilter(await narrowed(db, filters), 2)
         row = await conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
-        scored = score(row)
+        many = row is not None and row["postings"] is not None
+        if many and int(row["postings"]) > THREAD_POSTINGS:
+            scored = await asyncio.to_thread(score, row)
+        else:
+            scored = score(row)
         if scored is None:
             return [], 0
         return await _top(db, scored, limit), len(scored.seqs)
@@ -85,7 +93,7 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
         ), w AS (
             -- Document frequencies over the whole project, from the postings index.
             SELECT q.term, d.df
-            FROM unnest($1::int8[]) AS q(term)
+            FROM (SELECT DISTINCT unnest($1::int8[]) AS term) q
             CROSS JOIN LATERAL (
                 SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
             ) d
@@ -101,11 +109,11 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
             ) p {only}
         )
         SELECT st.n_docs, st.total_len,
-               (SELECT array_agg(w.term) FROM w) AS w_terms,
-               (SELECT array_agg(w.df) FROM w) AS w_dfs,
+               (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
+               (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
                bl.*
         FROM st, (
-            SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes,
+            SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
                    string_agg(array_send(b.chunks), ''::bytea) AS chunks,
                    string_agg(array_send(b.tfs), ''::bytea) AS tfs,
                    string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
@@ -148,6 +156,11 @@ def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray
     raw = np.frombuffer(data, dtype=np.uint8)
     starts = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(_ARRAY_HEADER + sizes[:-1] * item.itemsize, out=starts[1:])
+    # Each header says one dimension of its block's size (a total that matched by chance
+    # would strip the headers at the wrong places).
+    head = raw[starts[:, None] + np.arange(_ARRAY_HEADER)].view(">i4")
+    if not (np.all(head[:, 0] == 1) and np.array_equal(head[:, 3], sizes)):
+        raise ValueError("postings arrays: a block's header does not match its size")
     keep = np.ones(len(raw), dtype=bool)
     keep[(starts[:, None] + np.arange(_ARRAY_HEADER)).ravel()] = False
     return raw[keep].view(item)["value"].astype(np.int64)
@@ -158,6 +171,8 @@ async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChu
     raw, bound = scored.raw, scored.bound
     n = len(raw)
     k = min(int(limit), n)
+    if k <= 0:
+        return []
     kth = float(np.partition(raw, n - k)[n - k])
     # Every chunk that may round to the k-th's normalised score or above.
     picked = np.flatnonzero(raw >= kth - TIE_TOLERANCE * bound)
@@ -174,10 +189,15 @@ async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChu
             "WHERE c.seq = ANY($1::int8[])",
             seqs,
         )
-        keys = sorted(keys, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"]))
+        keys = sorted(
+            keys, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
+        )
         seqs = [r["seq"] for r in keys[:k]]
     rows = await db.conn.fetch(
         f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])", seqs
     )
-    ordered = sorted(rows, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"]))
+    # The seq last: a path and line held in two repositories still orders alike every time.
+    ordered = sorted(
+        rows, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
+    )
     return [ScoredChunk(chunk_of(r), normal[r["seq"]]) for r in ordered[:k]]
