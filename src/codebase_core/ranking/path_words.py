@@ -47,6 +47,11 @@ def _path_query_words(profile: QueryProfile) -> list[str]:
     return [t for t in profile.terms if len(t) >= 3]
 
 
+def question_words(profile: QueryProfile) -> int:
+    """The question's words of three letters or more (its lexical terms)."""
+    return len(_path_query_words(profile))
+
+
 def files_path_matches(profile: QueryProfile, files: Collection[str]) -> dict[str, frozenset[str]]:
     """For each of ``files``, the query's words (of three letters or more) found in its name
     or the folder holding it: exactly, or one a prefix of the other without their endings.
@@ -148,8 +153,7 @@ def stem_boost_share(profile: QueryProfile, full_words: int) -> float:
     function, and a file named after one of its words says less)."""
     if full_words <= 0:
         return 1.0
-    n_words = sum(1 for t in profile.terms if len(t) >= 3)
-    return min(1.0, full_words / max(1, n_words))
+    return min(1.0, full_words / max(1, question_words(profile)))
 
 
 def stem_gains(

@@ -52,6 +52,7 @@ from codebase_core.ranking.path_words import (
     files_path_matches,
     path_shares,
     path_word_weights,
+    question_words,
     stem_boost_share,
     stem_gains,
 )
@@ -114,11 +115,6 @@ def _prior(chunk: Chunk, factors: Mapping[FileRole, float], trivial_prior: float
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Stems naming a folder's entry or a package, not a subject: most files mention ``mod``.
 _ENTRY_STEMS = frozenset({"mod", "index", "init", "packageinfo", "lib", "main"})
-
-
-def question_words(profile: QueryProfile) -> int:
-    """The question's words of three letters or more (its lexical terms)."""
-    return sum(1 for t in profile.terms if len(t) >= 3)
 
 
 def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> set[str]:

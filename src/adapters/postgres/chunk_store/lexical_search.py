@@ -156,13 +156,14 @@ def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray
     raw = np.frombuffer(data, dtype=np.uint8)
     starts = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(_ARRAY_HEADER + sizes[:-1] * item.itemsize, out=starts[1:])
+    at_head = starts[:, None] + np.arange(_ARRAY_HEADER)
     # Each header says one dimension of its block's size (a total that matched by chance
     # would strip the headers at the wrong places).
-    head = raw[starts[:, None] + np.arange(_ARRAY_HEADER)].view(">i4")
+    head = raw[at_head].view(">i4")
     if not (np.all(head[:, 0] == 1) and np.array_equal(head[:, 3], sizes)):
         raise ValueError("postings arrays: a block's header does not match its size")
     keep = np.ones(len(raw), dtype=bool)
-    keep[(starts[:, None] + np.arange(_ARRAY_HEADER)).ravel()] = False
+    keep[at_head.ravel()] = False
     return raw[keep].view(item)["value"].astype(np.int64)
 
 
@@ -182,6 +183,11 @@ async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChu
         for s, r in zip(seqs, raw[picked].tolist(), strict=True)
     }
     s = db.s
+
+    def order(r: asyncpg.Record) -> tuple[float, str, int, int]:
+        # The seq last: a path and line held in two repositories orders alike every time.
+        return (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
+
     if len(seqs) > k + TIE_ROOM:
         # Many ties: their paths and lines first, the chosen rows after.
         keys = await db.conn.fetch(
@@ -189,15 +195,8 @@ async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChu
             "WHERE c.seq = ANY($1::int8[])",
             seqs,
         )
-        keys = sorted(
-            keys, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
-        )
-        seqs = [r["seq"] for r in keys[:k]]
+        seqs = [r["seq"] for r in sorted(keys, key=order)[:k]]
     rows = await db.conn.fetch(
         f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])", seqs
     )
-    # The seq last: a path and line held in two repositories still orders alike every time.
-    ordered = sorted(
-        rows, key=lambda r: (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
-    )
-    return [ScoredChunk(chunk_of(r), normal[r["seq"]]) for r in ordered[:k]]
+    return [ScoredChunk(chunk_of(r), normal[r["seq"]]) for r in sorted(rows, key=order)[:k]]
