@@ -26,6 +26,10 @@ class AnnConfig:
     ``hnsw.ef_search`` widened to the least selective need. Any ANN search that returns fewer
     than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
 
+    An unfiltered search of a project searched exactly is answered from a copy of its vectors
+    in the process while they hold at most ``copy_floats`` values
+    (``adapters.postgres.chunk_store.vector_copy``).
+
     Defaults: ``codebase_core.defaults`` (``ANN_*``).
     """
 
@@ -39,5 +43,6 @@ class AnnConfig:
     tail_rows: int = defaults.ANN_TAIL_ROWS
     max_segments: int = defaults.ANN_MAX_SEGMENTS
     exact_rows: int = defaults.ANN_EXACT_ROWS
+    copy_floats: int = defaults.ANN_COPY_FLOATS
     build_memory_mb: int = defaults.ANN_BUILD_MEMORY_MB
     final_build_workers: int = defaults.ANN_FINAL_BUILD_WORKERS

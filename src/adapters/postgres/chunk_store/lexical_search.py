@@ -5,8 +5,9 @@ column concatenated into one binary value (the arrays' wire format), with the te
 frequencies over the whole project; numpy then scores every posting and sums them per chunk.
 Summing in SQL hashed every matching chunk through an aggregate, most of a search's time on a
 large index when a question's common words hold tens of thousands of postings; here the count
-of matches comes with the scores. A second statement reads the rows of the top chunks, in the
-same snapshot. Ties at the limit fall to path and line, as in every store.
+of matches comes with the scores. The top chunks come from the process's cache of chunks
+(``chunk_cache``), a second statement reading those it does not hold. Ties at the limit fall
+to path and line, as in every store.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
-from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core import lexical
 from codebase_core.models import ScoredChunk, SearchFilters
@@ -46,26 +47,45 @@ class Scored:
     seqs: np.ndarray[Any, Any]
     raw: np.ndarray[Any, Any]
     bound: float
+    epoch: int  # the schema's (see chunk_cache)
 
 
 async def search(
-    db: ProjectSession, keys: Sequence[int], filters: SearchFilters, limit: int
+    db: ProjectSession,
+    keys: Sequence[int],
+    filters: SearchFilters,
+    limit: int,
+    cache: ChunkCache,
 ) -> tuple[list[ScoredChunk], int]:
     """The top ``limit`` chunks by BM25 over the term ``keys`` passing ``filters`` (ties by
     path and line), and the number of chunks that hold a term."""
-    conn = db.conn
-    # One snapshot for the filter check, the scores and the rows they choose.
-    async with conn.transaction(readonly=True, isolation="repeatable_read"):
-        flt = SqlFilter(await narrowed(db, filters), 2)
-        row = await conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
-        many = row is not None and row["postings"] is not None
-        if many and int(row["postings"]) > THREAD_POSTINGS:
-            scored = await asyncio.to_thread(score, row)
-        else:
-            scored = score(row)
-        if scored is None:
-            return [], 0
-        return await _top(db, scored, limit), len(scored.seqs)
+    if filters.repository_id is None:
+        # One statement scores (postings go with their chunks, in one snapshot); the chunks
+        # it chooses are rows that never change, so no snapshot is shared with their read (a
+        # row deleted in between is left out, as if the search had come a moment later).
+        return await _search(db, keys, filters, limit, cache)
+    # A repository filter is narrowed by a read first: that and the scores in one snapshot.
+    async with db.conn.transaction(readonly=True, isolation="repeatable_read"):
+        return await _search(db, keys, await narrowed(db, filters), limit, cache)
+
+
+async def _search(
+    db: ProjectSession,
+    keys: Sequence[int],
+    filters: SearchFilters,
+    limit: int,
+    cache: ChunkCache,
+) -> tuple[list[ScoredChunk], int]:
+    flt = SqlFilter(filters, 2)
+    row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
+    many = row is not None and row["postings"] is not None
+    if many and int(row["postings"]) > THREAD_POSTINGS:
+        scored = await asyncio.to_thread(score, row)
+    else:
+        scored = score(row)
+    if scored is None:
+        return [], 0
+    return await _top(db, scored, limit, cache.at(scored.epoch)), len(scored.seqs)
 
 
 def blocks_sql(s: str, flt: SqlFilter) -> str:
@@ -89,7 +109,7 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
             -- the table (frequently updated, never vacuumed by us) it guesses over a
             -- thousand rows, multiplied w's estimate by as many, and read all postings of
             -- the terms instead of the filter's blocks.
-            SELECT n_docs, total_len FROM {s}.corpus_stats LIMIT 1
+            SELECT n_docs, total_len, tableoid AS epoch FROM {s}.corpus_stats LIMIT 1
         ), w AS (
             -- Document frequencies over the whole project, from the postings index.
             SELECT q.term, d.df
@@ -108,7 +128,7 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
                 WHERE p.term = w.term OFFSET 0
             ) p {only}
         )
-        SELECT st.n_docs, st.total_len,
+        SELECT st.n_docs, st.total_len, st.epoch,
                (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
                (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
                bl.*
@@ -143,7 +163,9 @@ def score(row: asyncpg.Record | None) -> Scored | None:
     per_posting = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
     seqs, inverse = np.unique(chunks, return_inverse=True)
     raw = np.bincount(inverse, weights=per_posting, minlength=len(seqs))
-    return Scored(seqs=seqs, raw=raw, bound=lexical.upper_bound(idf_of.values()))
+    return Scored(
+        seqs=seqs, raw=raw, bound=lexical.upper_bound(idf_of.values()), epoch=int(row["epoch"])
+    )
 
 
 def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
@@ -167,8 +189,11 @@ def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray
     return raw[keep].view(item)["value"].astype(np.int64)
 
 
-async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChunk]:
-    """The rows of the top ``limit`` of ``scored`` by normalised score, then path and line."""
+async def _top(
+    db: ProjectSession, scored: Scored, limit: int, cache: ChunkCache
+) -> list[ScoredChunk]:
+    """The chunks of the top ``limit`` of ``scored`` by normalised score, then path and
+    line."""
     raw, bound = scored.raw, scored.bound
     n = len(raw)
     k = min(int(limit), n)
@@ -182,21 +207,22 @@ async def _top(db: ProjectSession, scored: Scored, limit: int) -> list[ScoredChu
         s: lexical.normalised(float(r), bound)
         for s, r in zip(seqs, raw[picked].tolist(), strict=True)
     }
-    s = db.s
-
-    def order(r: asyncpg.Record) -> tuple[float, str, int, int]:
-        # The seq last: a path and line held in two repositories orders alike every time.
-        return (-normal[r["seq"]], r["file_path"], r["start_line"], r["seq"])
-
     if len(seqs) > k + TIE_ROOM:
-        # Many ties: their paths and lines first, the chosen rows after.
-        keys = await db.conn.fetch(
-            f"SELECT c.seq, c.file_path, c.start_line FROM {s}.chunks c "
-            "WHERE c.seq = ANY($1::int8[])",
-            seqs,
-        )
-        seqs = [r["seq"] for r in sorted(keys, key=order)[:k]]
-    rows = await db.conn.fetch(
-        f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])", seqs
+        # Many ties: their paths and lines first (read for those not held), then the chosen.
+        held = cache.held(seqs)
+        places = {s: (c.file_path, c.start_line) for s, c in held.items()}
+        missing = [s for s in seqs if s not in held]
+        if missing:
+            rows = await db.conn.fetch(
+                f"SELECT c.seq, c.file_path, c.start_line FROM {db.s}.chunks c "
+                "WHERE c.seq = ANY($1::int8[])",
+                missing,
+            )
+            places.update({r["seq"]: (r["file_path"], r["start_line"]) for r in rows})
+        # The seq last: a path and line held in two repositories orders alike every time.
+        seqs = sorted(places, key=lambda s: (-normal[s], *places[s], s))[:k]
+    chunks = await cache.chunks(db, seqs)
+    ordered = sorted(
+        chunks, key=lambda s: (-normal[s], chunks[s].file_path, chunks[s].start_line, s)
     )
-    return [ScoredChunk(chunk_of(r), normal[r["seq"]]) for r in sorted(rows, key=order)[:k]]
+    return [ScoredChunk(chunks[s], normal[s]) for s in ordered[:k]]

@@ -17,6 +17,7 @@ from adapters.postgres import postings
 from adapters.postgres._errors import DRIVER_ERRORS
 from adapters.postgres.ann import AnnConfig
 from adapters.postgres.chunk_store import embedding_cache
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter
 from adapters.postgres.chunk_store.lexical_search import search as bm25_top
 from adapters.postgres.chunk_store.model_guard import ModelGuard
@@ -31,6 +32,7 @@ from adapters.postgres.chunk_store.rows import (
 )
 from adapters.postgres.chunk_store.segments import Segments
 from adapters.postgres.chunk_store.session import ProjectSession
+from adapters.postgres.chunk_store.vector_copy import VectorCopy
 from adapters.postgres.chunk_store.vector_search import VectorSearch
 from adapters.postgres.database import PgDatabase, Workspace, lock_key
 from codebase_core.errors import RepositoryBusy, RepositoryNotFound
@@ -43,6 +45,11 @@ from codebase_core.models import (
     context_lines,
 )
 from codebase_core.ports import IndexedFile
+
+# The text of the chunks a store keeps read (chunk_cache), in characters: 16 MB of ASCII.
+CHUNK_CACHE_CHARS = 16_000_000
+# How long optional work (reading a project's copy of its vectors) waits for a free connection.
+SPARE_WAIT_S = 0.05
 
 
 class PgChunkStore:
@@ -59,7 +66,10 @@ class PgChunkStore:
         self._project_id = project_id
         ann = ann or AnnConfig()
         self._models = ModelGuard()
-        self._vectors = VectorSearch(ann)
+        self._chunks = ChunkCache(CHUNK_CACHE_CHARS)
+        self._vectors = VectorSearch(
+            ann, VectorCopy(self._spare_session, ann.copy_floats), self._chunks
+        )
         self._segments = Segments(database, project_id, ann)
 
     @property
@@ -75,6 +85,13 @@ class PgChunkStore:
         ws = await self.workspace()
         async with self._db.connection() as conn:
             yield ProjectSession.of(conn, ws)
+
+    @asynccontextmanager
+    async def _spare_session(self) -> AsyncIterator[ProjectSession | None]:
+        """A session if a pooled connection is free at once, else None (optional work)."""
+        ws = await self.workspace()
+        async with self._db.spare_connection(SPARE_WAIT_S) as conn:
+            yield None if conn is None else ProjectSession.of(conn, ws)
 
     # --- repositories -------------------------------------------------------------------
 
@@ -294,8 +311,7 @@ class PgChunkStore:
     ) -> tuple[list[ScoredChunk], int]:
         query = np.asarray(vector, dtype=np.float32)
         async with self._session() as db:
-            rows, total = await self._vectors.search(db, query, filters, limit)
-        return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows], total
+            return await self._vectors.search(db, query, filters, limit)
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
@@ -304,7 +320,7 @@ class PgChunkStore:
         if not keys:
             return [], 0
         async with self._session() as db:
-            return await bm25_top(db, keys, filters, limit)
+            return await bm25_top(db, keys, filters, limit, self._chunks)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int

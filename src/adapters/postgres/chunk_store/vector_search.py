@@ -15,11 +15,13 @@ import asyncpg
 import numpy as np
 
 from adapters.postgres.ann import AnnConfig
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
-from adapters.postgres.chunk_store.rows import SELECT_CHUNK
+from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from adapters.postgres.chunk_store.session import ProjectSession
+from adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_core.model_rule import HeldVectors, check_one_model
-from codebase_core.models import SearchFilters
+from codebase_core.models import ScoredChunk, SearchFilters
 
 NO_FILTERS = SearchFilters()
 # Filters whose matches a store remembers (see VectorSearch.matches).
@@ -35,10 +37,15 @@ class Matches:
 
 
 class VectorSearch:
-    """Vector search of one project's chunks, with its cache of filter matches."""
+    """Vector search of one project's chunks, with its cache of filter matches and, for a
+    small project, the copy of its vectors that answers unfiltered searches."""
 
-    def __init__(self, ann: AnnConfig) -> None:
+    def __init__(
+        self, ann: AnnConfig, copy: VectorCopy | None = None, cache: ChunkCache | None = None
+    ) -> None:
         self._ann = ann
+        self.copy = copy
+        self.chunks = cache or ChunkCache(0)
         self.cache: collections.OrderedDict[tuple[Any, ...], Matches] = collections.OrderedDict()
         # Whether the project was last seen searched exactly (no segments over many vectors):
         # only then is the one-statement search tried first (a large project keeps its
@@ -47,14 +54,25 @@ class VectorSearch:
 
     async def search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """The top ``limit`` chunks with their cosine similarity, and the number of chunks with
+        vectors passing ``filters``, in one snapshot."""
+        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+            if self.copy is not None:
+                copied = await self.copy.search(db, query, limit, self.chunks)
+                if copied is not None:
+                    return copied
+            if self.exact_seen:
+                found = await self._exact_unfiltered(db, query, limit)
+                if found is not None:
+                    return _scored(found[0]), found[1]
+        rows, total = await self._search(db, query, filters, limit)
+        return _scored(rows), total
+
+    async def _search(
+        self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[asyncpg.Record], int]:
-        """The top ``limit`` rows (``SELECT_CHUNK`` and ``score``, the cosine similarity) and
-        the number of chunks with vectors passing ``filters``, in one snapshot."""
         conn, s = db.conn, db.s
-        if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
-            found = await self._exact_unfiltered(db, query, limit)
-            if found is not None:
-                return found
         async with conn.transaction(readonly=True, isolation="repeatable_read"):
             flt = SqlFilter(await narrowed(db, filters), 2)
             # Everything the plan depends on, in one round trip.
@@ -124,10 +142,11 @@ class VectorSearch:
             f"""
             WITH st AS (
                 SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-                       n_vectors, (SELECT count(*) FROM {s}.ann_segments) AS segments
+                       n_vectors, generation,
+                       (SELECT count(*) FROM {s}.ann_segments) AS segments
                 FROM {s}.corpus_stats
             )
-            SELECT top.*, st.dimension, st.n_vectors, st.segments
+            SELECT top.*, st.dimension, st.n_vectors, st.generation, st.segments
             FROM st LEFT JOIN LATERAL ({exact_sql(s, where, "$3")}) top ON true
             """,
             query,
@@ -141,6 +160,8 @@ class VectorSearch:
         exact = first["segments"] == 0 or first["n_vectors"] <= self._ann.exact_rows
         if first["dimension"] != str(query.shape[0]) or not exact:
             return None
+        if self.copy is not None:
+            self.copy.searched(int(first["generation"]), int(first["n_vectors"]), query.shape[0])
         return [r for r in rows if r["id"] is not None], int(first["n_vectors"])
 
     async def matches(
@@ -265,6 +286,10 @@ class VectorSearch:
             *params,
         )
         return list(rows)
+
+
+def _scored(rows: Sequence[asyncpg.Record]) -> list[ScoredChunk]:
+    return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows]
 
 
 def exact_sql(s: str, where: str, limit: str) -> str:

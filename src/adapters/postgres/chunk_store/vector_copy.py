@@ -1,0 +1,196 @@
+"""Exact vector search of a small project from a copy of its vectors held in this process.
+
+Below ``AnnConfig.min_rows`` vectors a project has no ANN index, and every unfiltered search
+scanned all its vectors in Postgres: pgvector's cosine costs about a microsecond per row, so
+a repository of a few thousand chunks (most repositories) paid milliseconds of database CPU
+per search, on every search. One matrix product here costs a small fraction of that.
+
+The copy is of one *generation* of the project (``corpus_stats.generation``, moved on by
+every write of chunk rows or vectors) and schema (``chunk_cache``'s epoch). A search with the
+copy takes the chosen chunks from the chunk cache, reading the rows of the others in one
+statement that also returns the current generation; when it moved on, the copy is dropped
+and the search is answered by the database's scan, as it is while there is no copy. A copy
+is read (in the background, on a spare connection) once a generation has been searched
+twice, so a one-shot CLI search never pays for it, and only while ``n * dimension`` stays
+within ``copy_floats``.
+
+Scores are cosine similarities computed in float32 from unit vectors, as the memory store
+computes them (Postgres computes the same cosine with another summation order, so the two
+can differ in the seventh digit); ties go to path and line, as in the database's scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from adapters.postgres._errors import DRIVER_ERRORS
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from adapters.postgres.chunk_store.rows import SELECT_CHUNK
+from adapters.postgres.chunk_store.session import ProjectSession
+from codebase_core.errors import CoreError
+from codebase_core.models import ScoredChunk
+
+log = logging.getLogger(__name__)
+
+# What leaves a project without a copy (a search without one is still right).
+_NOT_READ: tuple[type[BaseException], ...] = (CoreError, *DRIVER_ERRORS, ValueError)
+# pgvector's binary form of a vector: dimension (int16), an unused int16, then the values.
+_VECTOR_HEADER = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """The project's vectors at ``generation``: by chunk seq (ascending), as unit rows (a
+    zero vector stays zero), with each chunk's rank by path and line for ties."""
+
+    generation: int
+    epoch: int  # the schema's (see chunk_cache)
+    seqs: np.ndarray[Any, Any]
+    unit: np.ndarray[Any, Any]
+    ranks: np.ndarray[Any, Any]
+
+    @property
+    def dimension(self) -> int:
+        return int(self.unit.shape[1])
+
+    def top(self, query: np.ndarray[Any, Any], limit: int) -> tuple[list[int], list[float]]:
+        """The seqs of the ``limit`` rows most similar to ``query`` (ties by path and line),
+        with their cosine similarities."""
+        norm = float(np.linalg.norm(query))
+        # einsum, not BLAS: OpenBLAS's threads spin after each product, several times its
+        # CPU, taken from the requests and the database beside it on a server's cores.
+        scores = np.einsum("ij,j->i", self.unit, query.astype(np.float32) / np.float32(norm))
+        n = len(scores)
+        k = min(int(limit), n)
+        if k <= 0:
+            return [], []
+        if k < n:
+            kth = np.partition(scores, n - k)[n - k]
+            picked = np.flatnonzero(scores >= kth)
+        else:
+            picked = np.arange(n)
+        order = picked[np.lexsort((self.ranks[picked], -scores[picked]))][:k]
+        return self.seqs[order].tolist(), scores[order].astype(np.float64).tolist()
+
+
+def read_sql(s: str) -> str:
+    """The project's generation, dimension and every vector (seqs, ranks by path and line and
+    values, each concatenated in binary form in seq order), in one snapshot."""
+    return f"""
+        SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
+               (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+               v.seqs, v.ranks, v.vectors
+        FROM {s}.corpus_stats st, (
+            SELECT string_agg(int8send(x.seq), ''::bytea ORDER BY x.seq) AS seqs,
+                   string_agg(int8send(x.rank), ''::bytea ORDER BY x.seq) AS ranks,
+                   string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
+            FROM (
+                SELECT c.seq, c.embedding,
+                       rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
+                FROM {s}.chunks c WHERE c.embedding IS NOT NULL
+            ) x
+        ) v
+    """
+
+
+def parse(row: asyncpg.Record) -> Copy | None:
+    """The copy a ``read_sql`` row holds; None when the project has no vectors, or its
+    counts do not agree (a vector of another dimension: the database's scan says why)."""
+    if row is None or row["vectors"] is None or row["dimension"] is None:
+        return None
+    dim = int(row["dimension"])
+    seqs = np.frombuffer(row["seqs"], dtype=">i8").astype(np.int64)
+    n = len(seqs)
+    width = _VECTOR_HEADER + 4 * dim
+    data = row["vectors"]
+    if n != int(row["n_vectors"]) or len(data) != n * width:
+        return None
+    block = np.frombuffer(data, dtype=np.uint8).reshape(n, width)
+    if not np.all(block[:, :2].view(">i2")[:, 0] == dim):
+        return None
+    values = np.ascontiguousarray(block[:, _VECTOR_HEADER:]).view(">f4").astype(np.float32)
+    norms = np.linalg.norm(values, axis=1)
+    unit = values / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    ranks = np.frombuffer(row["ranks"], dtype=">i8").astype(np.int64)
+    return Copy(int(row["generation"]), int(row["epoch"]), seqs, np.ascontiguousarray(unit), ranks)
+
+
+class VectorCopy:
+    """A project's copy of its vectors (see the module docstring), and when to read it."""
+
+    def __init__(
+        self,
+        session: Callable[[], AbstractAsyncContextManager[ProjectSession | None]],
+        max_floats: int,
+    ) -> None:
+        # ``session`` yields a connection if one is free at once, else None.
+        self._session = session
+        self._max_floats = max_floats
+        self.held: Copy | None = None
+        self._seen: int | None = None
+        self._reading: asyncio.Task[None] | None = None
+
+    async def search(
+        self, db: ProjectSession, query: np.ndarray[Any, Any], limit: int, cache: ChunkCache
+    ) -> tuple[list[ScoredChunk], int] | None:
+        """The top ``limit`` chunks with their cosine similarity, and the number of vectors,
+        from the copy (the chunks from ``cache``, or read); None when there is no copy of the
+        query's dimension, or the project moved on from the copy's generation (the copy is
+        dropped)."""
+        held = self.held
+        if held is None or held.dimension != query.shape[0]:
+            return None
+        seqs, scores = held.top(query, limit)
+        chunks = cache.at(held.epoch).held(seqs)
+        # The project's generation, and the rows of the chosen chunks not held: one statement.
+        rows = await db.conn.fetch(
+            f"""
+            SELECT c.*, st.generation, st.tableoid AS epoch
+            FROM {db.s}.corpus_stats st
+            LEFT JOIN LATERAL (
+                SELECT {SELECT_CHUNK}, c.seq FROM {db.s}.chunks c
+                WHERE c.seq = ANY($1::int8[])
+            ) c ON true
+            """,
+            [s for s in seqs if s not in chunks],
+        )
+        first = rows[0]
+        if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
+            if self.held is held:
+                self.held = None
+            return None
+        chunks.update(cache.add_rows(r for r in rows if r["seq"] is not None))
+        hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
+        return hits, len(held.seqs)
+
+    def searched(self, generation: int, n_vectors: int, dimension: int) -> None:
+        """The database's scan answered a search at ``generation``: read a copy in the
+        background when this generation was searched before and the copy would fit."""
+        if self._seen != generation:
+            self._seen = generation
+            return
+        if n_vectors <= 0 or n_vectors * dimension > self._max_floats:
+            return
+        if self._reading is not None and not self._reading.done():
+            return
+        self._reading = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            async with self._session() as db:
+                if db is None:
+                    return  # the pool is busy: a later search tries again
+                row = await db.conn.fetchrow(read_sql(db.s))
+            copy = parse(row)
+            if copy is not None and copy.unit.size <= self._max_floats:
+                self.held = copy
+        except _NOT_READ as e:
+            log.debug("vector copy not read: %s", e)
