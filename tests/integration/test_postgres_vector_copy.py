@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.vector_copy import Copy
 from codebase_core.models import ScoredChunk
 from tests.factories import file_batch, repo
@@ -67,6 +68,7 @@ async def test_copy_answers_as_the_scan_does(
     rng = np.random.default_rng(1)
     queries = [rng.normal(size=DIM).tolist() for _ in range(8)]
     copy = store._vectors.copy
+    assert copy is not None
     store._vectors.copy = None  # the database's scan alone
     scanned = [await store.vector_search(q, NO_FILTER, 20) for q in queries]
     store._vectors.copy = copy
@@ -83,6 +85,17 @@ async def test_copy_answers_as_the_scan_does(
         assert _ranked(got) == _ranked(want)
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6)
         assert [h.chunk for h in got] == [h.chunk for h in want]
+    # The chunks chosen again are taken from the store's chunk cache: no row is read.
+    read: list[Any] = []
+    add_rows = ChunkCache.add_rows
+
+    def recorded(cache: ChunkCache, rows: Any) -> Any:
+        read.extend(rows)
+        return add_rows(cache, read)
+
+    monkeypatch.setattr(ChunkCache, "add_rows", recorded)
+    again, _ = await store.vector_search(queries[-1], NO_FILTER, 20)
+    assert _ranked(again) == _ranked(scanned[-1][0]) and read == []
     # More than the project holds, and none.
     everything, n = await store.vector_search(queries[0], NO_FILTER, 500)
     assert n == 200 and len(everything) == 200

@@ -60,7 +60,7 @@ def _row(values: list[list[float]], overrides: dict[str, Any] | None = None) -> 
 
 
 def test_parse_reads_pgvector_binary_rows() -> None:
-    copy = parse(_row([[3.0, 4.0], [0.0, 0.0], [0.0, -2.0]]))  # type: ignore[arg-type]
+    copy = parse(_row([[3.0, 4.0], [0.0, 0.0], [0.0, -2.0]]))
     assert copy is not None
     assert (copy.generation, copy.epoch, copy.dimension) == (4, 77, 2)
     assert copy.seqs.tolist() == [100, 101, 102] and copy.ranks.tolist() == [3, 2, 1]
@@ -77,11 +77,11 @@ def test_parse_reads_pgvector_binary_rows() -> None:
     ],
 )
 def test_parse_refuses_what_does_not_add_up(overrides: dict[str, Any]) -> None:
-    assert parse(_row([[1.0, 2.0], [3.0, 4.0]], overrides)) is None  # type: ignore[arg-type]
+    assert parse(_row([[1.0, 2.0], [3.0, 4.0]], overrides)) is None
 
 
 def test_parse_checks_each_vector_header() -> None:
     row = _row([[1.0, 2.0], [3.0, 4.0]])
     data = bytearray(row["vectors"])
     data[12:14] = struct.pack(">h", 9)  # the second vector's dimension
-    assert parse({**row, "vectors": bytes(data)}) is None  # type: ignore[arg-type]
+    assert parse({**row, "vectors": bytes(data)}) is None

@@ -40,12 +40,10 @@ class VectorSearch:
     """Vector search of one project's chunks, with its cache of filter matches and, for a
     small project, the copy of its vectors that answers unfiltered searches."""
 
-    def __init__(
-        self, ann: AnnConfig, copy: VectorCopy | None = None, cache: ChunkCache | None = None
-    ) -> None:
+    def __init__(self, ann: AnnConfig, copy: VectorCopy | None, cache: ChunkCache) -> None:
         self._ann = ann
         self.copy = copy
-        self.chunks = cache or ChunkCache(0)
+        self.chunks = cache
         self.cache: collections.OrderedDict[tuple[Any, ...], Matches] = collections.OrderedDict()
         # Whether the project was last seen searched exactly (no segments over many vectors):
         # only then is the one-statement search tried first (a large project keeps its

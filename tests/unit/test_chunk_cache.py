@@ -1,0 +1,41 @@
+"""The process's cache of chunks by seq: bounded by text, least recently used out first,
+emptied for another schema epoch."""
+
+from __future__ import annotations
+
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from tests.factories import file_batch
+
+
+def _chunks(n: int, size: int) -> list:  # type: ignore[type-arg]
+    pieces = [f"{i:04d}" + "x" * (size - 4) for i in range(n)]
+    return list(file_batch("r1", "a.py", pieces).chunks)
+
+
+def test_holds_chunks_until_their_text_passes_the_bound() -> None:
+    cache = ChunkCache(max_chars=300).at(1)
+    chunks = _chunks(5, 100)
+    for seq, c in enumerate(chunks[:3]):
+        cache.add(seq, c)
+    assert cache.held([0, 1, 2, 9]) == {0: chunks[0], 1: chunks[1], 2: chunks[2]}
+    assert cache.held([0]) == {0: chunks[0]}  # 0 is now the most recently used
+    cache.add(3, chunks[3])  # over 300 characters: the least recently used (1) goes
+    assert set(cache.held([0, 1, 2, 3])) == {0, 2, 3} and len(cache) == 3
+    cache.add(3, chunks[4])  # a seq's chunk never changes: the first one stays
+    assert cache.held([3]) == {3: chunks[3]}
+
+
+def test_another_epoch_empties_the_cache() -> None:
+    cache = ChunkCache(max_chars=10_000)
+    chunks = _chunks(2, 50)
+    cache.at(1).add(7, chunks[0])
+    assert cache.at(1).held([7]) == {7: chunks[0]}
+    assert cache.at(2).held([7]) == {} and len(cache) == 0
+    cache.add(7, chunks[1])
+    assert cache.at(2).held([7]) == {7: chunks[1]}
+
+
+def test_a_chunk_larger_than_the_bound_is_not_kept() -> None:
+    cache = ChunkCache(max_chars=50).at(1)
+    cache.add(1, _chunks(1, 80)[0])
+    assert cache.held([1]) == {} and len(cache) == 0
