@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -264,6 +266,62 @@ async def test_several_server_processes_share_the_port(http_server: str, tmp_pat
                 break
             assert time.monotonic() < deadline, status.structured_content
             await asyncio.sleep(0.2)
+
+
+def _accepted(pid: int, port: int) -> int:
+    """The connections to ``port`` that process ``pid`` has accepted (Linux /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            # State 01: established.
+            if local_port == port and fields[3] == "01" and fields[9] in inodes:
+                count += 1
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("http_server", [("http", 2)], indirect=True)
+def test_connections_spread_over_the_processes_and_a_dead_one_is_replaced(
+    http_server: str,
+) -> None:
+    """Each process listens on a socket of its own (SO_REUSEPORT): 40 connections opened at
+    once are spread over both (a shared socket often gave them all to one). A process killed
+    is replaced, and no new connection waits on the dead one's socket."""
+    port = int(http_server.rsplit(":", 1)[1])
+    servers = _server_processes(str(port))
+    conns = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
+    try:
+        deadline = time.monotonic() + 10
+        while sum(_accepted(p, port) for p in servers) < 40 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spread = [_accepted(p, port) for p in servers]
+        # Binomial(40, 1/2): fewer than 8 in one process has odds of about 1e-5.
+        assert sum(spread) == 40 and min(spread) >= 8, spread
+    finally:
+        for c in conns:
+            c.close()
+    os.kill(servers[0], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        now = _server_processes(str(port))
+        if len(now) == 2 and servers[0] not in now:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
+    # Every fresh connection is answered (one hashed to the dead process's socket would wait
+    # for ever had its socket stayed open).
+    for _ in range(20):
+        assert httpx.get(f"{http_server}/health", timeout=10).status_code == 200
 
 
 @pytest.mark.parametrize(

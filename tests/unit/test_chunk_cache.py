@@ -39,3 +39,18 @@ def test_a_chunk_larger_than_the_bound_is_not_kept() -> None:
     cache = ChunkCache(max_chars=50).at(1)
     cache.add(1, _chunks(1, 80)[0])
     assert cache.held([1]) == {} and len(cache) == 0
+
+
+def test_context_lines_are_kept_with_their_chunk_object() -> None:
+    cache = ChunkCache(max_chars=400).at(1)
+    a, b, c = _chunks(3, 100)
+    assert cache.add(1, a, ("before a", "after a")) is a
+    assert cache.add(1, b, ("other", "other")) is a  # the seq's first chunk stays
+    assert cache.context(a) == ("before a", "after a")
+    # Only the very object held: an equal chunk read elsewhere reads its own context.
+    assert cache.context(a.model_copy()) is None
+    cache.add(2, b)
+    assert cache.context(b) is None  # held without context
+    cache.add(3, c, ("x" * 100, "y" * 100))  # past 400 characters: 1 goes, with its context
+    assert cache.held([1]) == {} and cache.context(a) is None
+    assert cache.context(c) == ("x" * 100, "y" * 100)

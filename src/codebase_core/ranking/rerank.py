@@ -40,6 +40,7 @@ path and start line, so ranking is deterministic.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
@@ -76,6 +77,9 @@ def _key(c: Chunk) -> _FileKey:
     return (c.repository_id, c.file_path)
 
 
+# A search's candidates are mostly the chunks of the last searches (the same text objects,
+# whose hashes Python keeps): their verdicts are remembered, a few thousand texts at most.
+@functools.lru_cache(maxsize=8_192)
 def is_trivial(content: str) -> bool:
     """A chunk with almost nothing to read: a lone heading or anchor, a closing brace."""
     # Word characters counted as bytes: ASCII letters, digits and ``_``, and every byte of a
@@ -155,16 +159,20 @@ def ceiling(config: RankingConfig) -> float:
 def _diversified(
     scored: list[tuple[float, Chunk]], decay: float, free: int
 ) -> list[tuple[float, Chunk]]:
-    ordered = sorted(scored, key=lambda s: (-s[0], s[1].file_path, s[1].start_line))
+    # Sorted on plain tuples (best first, then path and line; the position last keeps a
+    # stable sort's order for the rest and never compares chunks).
+    ordered = sorted(
+        (-score, c.file_path, c.start_line, i, c) for i, (score, c) in enumerate(scored)
+    )
     seen: dict[_FileKey, int] = defaultdict(int)
-    out: list[tuple[float, Chunk]] = []
-    for score, c in ordered:
-        k = _key(c)
+    out: list[tuple[float, str, int, int, Chunk]] = []
+    for i, (neg, path, line, _, c) in enumerate(ordered):
+        k = (c.repository_id, path)
         n = seen[k]
         seen[k] = n + 1
-        out.append((score if n < free else score * decay ** (n - free + 1), c))
-    out.sort(key=lambda s: (-s[0], s[1].file_path, s[1].start_line))
-    return out
+        out.append((neg if n < free else neg * decay ** (n - free + 1), path, line, i, c))
+    out.sort()
+    return [(-neg, c) for neg, _, _, _, c in out]
 
 
 def diversify(scored: Sequence[ScoredChunk], decay: float, free: int = 1) -> list[ScoredChunk]:
@@ -200,7 +208,10 @@ def rerank(
         best: dict[_FileKey, str] = {}
         # In file order, whatever the candidates' order: sums round alike, and a tie for a
         # file's best goes to its earlier chunk.
-        for c in sorted(chunks.values(), key=lambda c: (*_key(c), c.start_line, c.id)):
+        in_order = sorted(
+            (c.repository_id, c.file_path, c.start_line, c.id, c) for c in chunks.values()
+        )
+        for *_, c in in_order:
             k = _key(c)
             file_sum[k] += base[c.id]
             if k not in best or base[c.id] > base[best[k]]:

@@ -1,5 +1,5 @@
 """The HTTP transports (streamable HTTP, SSE) on uvicorn: one server process, or several
-sharing the port (``serve --workers N``).
+sharing the port (``serve --workers N``; on Linux a listening socket each, see ``balanced``).
 
 The app's lifespan runs inside uvicorn's (startup and shutdown events), not around its
 ``serve`` as ``FastMCP.run`` has it: uvicorn re-raises a SIGTERM it caught once it has shut
@@ -17,6 +17,7 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from entrypoints.mcp.balanced import BalancedGroup, balances
 from entrypoints.mcp.heap import settle_heap
 from entrypoints.mcp.server import Transport, build_server, package_version
 from entrypoints.settings import Settings
@@ -72,6 +73,9 @@ def serve_http(
         workers,
     )
     config = _config("entrypoints.mcp.http:worker_app", host, port, workers)
+    if balances():
+        BalancedGroup(config, workers).run()
+        return
     # What uvicorn.run does for workers, plus TCP_NODELAY on the shared socket: its children
     # rebuild the socket without a protocol number, so asyncio does not set it on their
     # connections, and Nagle's algorithm held every response back ~40 ms. An accepted

@@ -237,17 +237,26 @@ class PgChunkStore:
         return {r["path"]: r["body"] for r in rows}
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
-        if not chunks:
-            return {}
+        out: dict[str, tuple[str, str]] = {}
+        unread: list[Chunk] = []
+        for c in chunks:
+            # A chunk a search took from the chunk cache has its context there.
+            held = self._chunks.context(c)
+            if held is not None:
+                out[c.id] = held
+            else:
+                unread.append(c)
+        if not unread:
+            return out
         async with self._session() as db:
             rows = await db.conn.fetch(
                 f"SELECT chunk_id, before, after FROM {db.s}.chunk_context "
                 "WHERE chunk_id = ANY($1::text[])",
-                [c.id for c in chunks],
+                [c.id for c in unread],
             )
-            out = {r["chunk_id"]: (r["before"], r["after"]) for r in rows}
+            out.update({r["chunk_id"]: (r["before"], r["after"]) for r in rows})
             bare: dict[str, list[Chunk]] = {}
-            for c in chunks:
+            for c in unread:
                 if c.id not in out:
                     bare.setdefault(c.repository_id, []).append(c)
             for repo_id, some in bare.items():

@@ -32,8 +32,7 @@ import asyncpg
 import numpy as np
 
 from adapters.postgres._errors import DRIVER_ERRORS
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.rows import SELECT_CHUNK
+from adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
 from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core.errors import CoreError
 from codebase_core.models import ScoredChunk
@@ -155,10 +154,7 @@ class VectorCopy:
             f"""
             SELECT c.*, st.generation, st.tableoid AS epoch
             FROM {db.s}.corpus_stats st
-            LEFT JOIN LATERAL (
-                SELECT {SELECT_CHUNK}, c.seq FROM {db.s}.chunks c
-                WHERE c.seq = ANY($1::int8[])
-            ) c ON true
+            LEFT JOIN LATERAL ({rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])) c ON true
             """,
             [s for s in seqs if s not in chunks],
         )
