@@ -151,3 +151,8 @@ async def test_no_copy_past_its_budget_or_with_filters(db: PgDatabase, project: 
     flt = NO_FILTER.model_copy(update={"directory": "pkg"})
     hits, total = await roomy.vector_search(query, flt, 5)
     assert total == 120 and len(hits) == 5
+    # Dropped on request: the next searches read from the database again.
+    roomy.drop_caches()
+    assert _copy_of(roomy).held is None and len(roomy._chunks) == 0
+    hits, total = await roomy.vector_search(query, NO_FILTER, 5)
+    assert total == 120 and len(hits) == 5

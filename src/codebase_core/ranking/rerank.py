@@ -121,6 +121,13 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _ENTRY_STEMS = frozenset({"mod", "index", "init", "packageinfo", "lib", "main"})
 
 
+@functools.lru_cache(maxsize=2_048)
+def _names_in(content: str) -> frozenset[str]:
+    """The identifiers of ``content``, normalised as ``paths.normalise_name`` (each distinct
+    word once; remembered for the texts of the last searches' best files)."""
+    return frozenset(paths.normalise_name(w) for w in set(_IDENTIFIER.findall(content)))
+
+
 def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> set[str]:
     """The files of ``chunks`` that the best one's file (by its best chunk's ``scores``, ties
     by path) names in its chunks among ``chunks``: one of the file's stem names (three
@@ -133,9 +140,7 @@ def referenced_files(chunks: Collection[Chunk], scores: Mapping[str, float]) -> 
     if not by_file:
         return set()
     top = min(by_file, key=lambda f: (-max(scores[c.id] for c in by_file[f]), f))
-    # Each distinct word normalised once: a central file's chunks repeat most of theirs.
-    text = "\n".join(c.content for c in by_file[top])
-    words = {paths.normalise_name(w) for w in set(_IDENTIFIER.findall(text))}
+    words: set[str] = set().union(*(_names_in(c.content) for c in by_file[top]))
     return {
         f
         for f in by_file

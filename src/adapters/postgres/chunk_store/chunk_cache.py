@@ -54,11 +54,14 @@ class ChunkCache:
     def at(self, epoch: int) -> ChunkCache:
         """This cache for the schema ``epoch`` (emptied if it held another's chunks)."""
         if epoch != self._epoch:
-            self._held.clear()
-            self._contexts.clear()
-            self._chars = 0
+            self.clear()
             self._epoch = epoch
         return self
+
+    def clear(self) -> None:
+        self._held.clear()
+        self._contexts.clear()
+        self._chars = 0
 
     def held(self, seqs: Iterable[int]) -> dict[int, Chunk]:
         """The chunks of ``seqs`` held here."""

@@ -93,6 +93,12 @@ class PgChunkStore:
         async with self._db.spare_connection(SPARE_WAIT_S) as conn:
             yield None if conn is None else ProjectSession.of(conn, ws)
 
+    def drop_caches(self) -> None:
+        """Forget what this process holds of the project (the chunks read, the copy of its
+        vectors): memory back, or a benchmark's cold start."""
+        self._chunks.clear()
+        self._vectors.drop_copy()
+
     # --- repositories -------------------------------------------------------------------
 
     async def save_repository(self, repository: Repository) -> None:

@@ -50,6 +50,11 @@ class VectorSearch:
         # segments, and would pay the attempt's round trip on every search).
         self.exact_seen = True
 
+    def drop_copy(self) -> None:
+        """Forget the copy of the vectors (the next searches read another)."""
+        if self.copy is not None:
+            self.copy.held = None
+
     async def search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
