@@ -27,14 +27,17 @@ collect_ignore = [] if local_extra_installed() else ["test_local_embedder.py"]
 
 
 @pytest.fixture
-async def db(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
-    database = PgDatabase(pg_url, data_dir=tmp_path)
-    yield database
-    await database.close()
-
-
-@pytest.fixture
 def project(pg_url: str) -> Iterator[str]:
     pid = new_project_id()
     yield pid
     drop_projects(pg_url, [pid])
+
+
+@pytest.fixture
+async def db(pg_url: str, tmp_path: Path, project: str) -> AsyncIterator[PgDatabase]:
+    """A database on the test's server; closed (its background work cancelled: a store's
+    read of its vectors may still be running) before the test's project is dropped, which
+    would wait on that work's locks."""
+    database = PgDatabase(pg_url, data_dir=tmp_path)
+    yield database
+    await database.close()

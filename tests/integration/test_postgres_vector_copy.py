@@ -96,10 +96,12 @@ async def test_copy_answers_as_the_scan_does(
     monkeypatch.setattr(ChunkCache, "add_rows", recorded)
     again, _ = await store.vector_search(queries[-1], NO_FILTER, 20)
     assert _ranked(again) == _ranked(scanned[-1][0]) and read == []
-    # Their context lines come from the cache too, as the store reads them for others.
-    cached = await store.hit_contexts([h.chunk for h in again])
+    # Their context lines, once read, are kept with them: the same as read for equal chunks.
+    first_read = await store.hit_contexts([h.chunk for h in again])
+    assert all(store._chunks.context(h.chunk) is not None for h in again)
+    kept = await store.hit_contexts([h.chunk for h in again])
     read_again = await store.hit_contexts([h.chunk.model_copy() for h in again])
-    assert cached == read_again and len(cached) == 20
+    assert kept == first_read == read_again and len(kept) == 20
     # More than the project holds, and none.
     everything, n = await store.vector_search(queries[0], NO_FILTER, 500)
     assert n == 200 and len(everything) == 200

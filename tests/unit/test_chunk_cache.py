@@ -44,13 +44,20 @@ def test_a_chunk_larger_than_the_bound_is_not_kept() -> None:
 def test_context_lines_are_kept_with_their_chunk_object() -> None:
     cache = ChunkCache(max_chars=400).at(1)
     a, b, c = _chunks(3, 100)
-    assert cache.add(1, a, ("before a", "after a")) is a
-    assert cache.add(1, b, ("other", "other")) is a  # the seq's first chunk stays
+    assert cache.add(1, a) is a
+    assert cache.add(1, b) is a  # the seq's first chunk stays
+    assert cache.context(a) is None
+    cache.keep_context(a, ("before a", "after a"))
     assert cache.context(a) == ("before a", "after a")
-    # Only the very object held: an equal chunk read elsewhere reads its own context.
-    assert cache.context(a.model_copy()) is None
+    # Only the very object held: an equal chunk read elsewhere gets nothing kept.
+    twin = a.model_copy()
+    cache.keep_context(twin, ("x", "y"))
+    assert cache.context(twin) is None and cache.context(a) == ("before a", "after a")
+    cache.keep_context(b, ("x", "y"))  # b is held under no seq
+    assert cache.context(b) is None
     cache.add(2, b)
-    assert cache.context(b) is None  # held without context
-    cache.add(3, c, ("x" * 100, "y" * 100))  # past 400 characters: 1 goes, with its context
+    cache.add(3, c)
+    # Past 400 characters (300 of text, 16 of context, 200 more): 1 goes with its context.
+    cache.keep_context(c, ("x" * 100, "y" * 100))
     assert cache.held([1]) == {} and cache.context(a) is None
     assert cache.context(c) == ("x" * 100, "y" * 100)

@@ -9,11 +9,11 @@ schema's identity (``epoch``: the OID of its ``corpus_stats`` table, new if the 
 dropped and made again, when seqs start over) comes with each search's statement; another
 epoch empties the cache.
 
-A chunk's context lines (``chunk_context``, written and deleted with its row) are read with
-it and kept beside it, by the chunk object itself: a hit taken from here needs no read of its
-context either.
+A hit's context lines (``chunk_context``, written and deleted with its row) are kept beside
+its chunk once read for it, by the chunk object: a later hit on the same chunk reads none.
+Only the hits' contexts are read, not every candidate's.
 
-Bounded by the characters of the chunks' text and context (least recently used out first).
+Bounded by the characters of the chunks' text and contexts (least recently used out first).
 """
 
 from __future__ import annotations
@@ -29,12 +29,8 @@ from codebase_core.models import Chunk
 
 
 def rows_sql(s: str) -> str:
-    """``SELECT_CHUNK``, ``seq`` and the context lines (``before``, ``after``; null where the
-    chunk has none kept) of the chunks (alias ``c``) of schema ``s``, to filter."""
-    return (
-        f"SELECT {SELECT_CHUNK}, c.seq, x.before, x.after FROM {s}.chunks c "
-        f"LEFT JOIN {s}.chunk_context x ON x.chunk_id = c.id"
-    )
+    """``SELECT_CHUNK`` and ``seq`` of the chunks (alias ``c``) of schema ``s``, to filter."""
+    return f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c"
 
 
 class ChunkCache:
@@ -45,8 +41,10 @@ class ChunkCache:
         self._chars = 0
         self._epoch: int | None = None
         self._held: collections.OrderedDict[int, Chunk] = collections.OrderedDict()
-        # By the id() of a held chunk object (kept in the value, so the id stays its own).
-        self._contexts: dict[int, tuple[Chunk, tuple[str, str]]] = {}
+        # The seq of each held chunk object, by its id(): a context is kept for the very
+        # object a search was given, not for an equal chunk read elsewhere.
+        self._seq_of: dict[int, int] = {}
+        self._contexts: dict[int, tuple[str, str]] = {}
 
     def __len__(self) -> int:
         return len(self._held)
@@ -60,6 +58,7 @@ class ChunkCache:
 
     def clear(self) -> None:
         self._held.clear()
+        self._seq_of.clear()
         self._contexts.clear()
         self._chars = 0
 
@@ -74,34 +73,46 @@ class ChunkCache:
                 out[seq] = chunk
         return out
 
-    def context(self, chunk: Chunk) -> tuple[str, str] | None:
-        """The context lines of ``chunk`` if it is a chunk object held here with them."""
-        found = self._contexts.get(id(chunk))
-        return found[1] if found is not None and found[0] is chunk else None
+    def _seq(self, chunk: Chunk) -> int | None:
+        seq = self._seq_of.get(id(chunk))
+        return seq if seq is not None and self._held.get(seq) is chunk else None
 
-    def add(self, seq: int, chunk: Chunk, context: tuple[str, str] | None = None) -> Chunk:
-        """Hold ``chunk`` (and its ``context``) as the chunk of ``seq``; the chunk held."""
+    def context(self, chunk: Chunk) -> tuple[str, str] | None:
+        """The context lines kept for ``chunk``, if it is a chunk object held here."""
+        seq = self._seq(chunk)
+        return self._contexts.get(seq) if seq is not None else None
+
+    def keep_context(self, chunk: Chunk, context: tuple[str, str]) -> None:
+        """Keep ``chunk``'s context lines, if it is a chunk object held here."""
+        seq = self._seq(chunk)
+        if seq is not None and seq not in self._contexts:
+            self._contexts[seq] = context
+            self._chars += len(context[0]) + len(context[1])
+            self._shrink()
+
+    def add(self, seq: int, chunk: Chunk) -> Chunk:
+        """Hold ``chunk`` as the chunk of ``seq``; the chunk held (the first one given)."""
         held = self._held.get(seq)
         if held is not None:
             return held
         self._held[seq] = chunk
-        self._chars += _size(chunk, context)
-        if context is not None:
-            self._contexts[id(chunk)] = (chunk, context)
-        while self._chars > self._max_chars and self._held:
-            _, old = self._held.popitem(last=False)
-            ctx = self._contexts.pop(id(old), None)
-            self._chars -= _size(old, ctx[1] if ctx is not None else None)
+        self._seq_of[id(chunk)] = seq
+        self._chars += len(chunk.content)
+        self._shrink()
         return chunk
+
+    def _shrink(self) -> None:
+        while self._chars > self._max_chars and self._held:
+            seq, old = self._held.popitem(last=False)
+            del self._seq_of[id(old)]
+            self._chars -= len(old.content)
+            context = self._contexts.pop(seq, None)
+            if context is not None:
+                self._chars -= len(context[0]) + len(context[1])
 
     def add_rows(self, rows: Iterable[asyncpg.Record]) -> dict[int, Chunk]:
         """The chunks of ``rows_sql`` rows, now held too."""
-        out: dict[int, Chunk] = {}
-        for r in rows:
-            before = r["before"]
-            context = (before, r["after"]) if before is not None else None
-            out[r["seq"]] = self.add(r["seq"], chunk_of(r), context)
-        return out
+        return {r["seq"]: self.add(r["seq"], chunk_of(r)) for r in rows}
 
     async def chunks(self, db: ProjectSession, seqs: list[int]) -> dict[int, Chunk]:
         """The chunks of ``seqs`` (found in the current snapshot by the caller's statement),
@@ -112,7 +123,3 @@ class ChunkCache:
             rows = await db.conn.fetch(f"{rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])", missing)
             out.update(self.add_rows(rows))
         return out
-
-
-def _size(chunk: Chunk, context: tuple[str, str] | None) -> int:
-    return len(chunk.content) + (len(context[0]) + len(context[1]) if context else 0)

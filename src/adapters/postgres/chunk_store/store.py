@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +49,6 @@ from codebase_core.ports import IndexedFile
 
 # The text of the chunks a store keeps read (chunk_cache), in characters: 16 MB of ASCII.
 CHUNK_CACHE_CHARS = 16_000_000
-# How long optional work (reading a project's copy of its vectors) waits for a free connection.
-SPARE_WAIT_S = 0.05
 
 
 class PgChunkStore:
@@ -67,9 +66,8 @@ class PgChunkStore:
         ann = ann or AnnConfig()
         self._models = ModelGuard()
         self._chunks = ChunkCache(CHUNK_CACHE_CHARS)
-        self._vectors = VectorSearch(
-            ann, VectorCopy(self._spare_session, ann.copy_floats), self._chunks
-        )
+        copy = VectorCopy(self._session, self._spawn, ann.copy_floats)
+        self._vectors = VectorSearch(ann, copy, self._chunks)
         self._segments = Segments(database, project_id, ann)
 
     @property
@@ -86,12 +84,9 @@ class PgChunkStore:
         async with self._db.connection() as conn:
             yield ProjectSession.of(conn, ws)
 
-    @asynccontextmanager
-    async def _spare_session(self) -> AsyncIterator[ProjectSession | None]:
-        """A session if a pooled connection is free at once, else None (optional work)."""
-        ws = await self.workspace()
-        async with self._db.spare_connection(SPARE_WAIT_S) as conn:
-            yield None if conn is None else ProjectSession.of(conn, ws)
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Background work of this project (cancelled when the database closes)."""
+        return self._db.spawn(self._project_id, work)
 
     def drop_caches(self) -> None:
         """Forget what this process holds of the project (the chunks read, the copy of its
@@ -261,6 +256,9 @@ class PgChunkStore:
                 [c.id for c in unread],
             )
             out.update({r["chunk_id"]: (r["before"], r["after"]) for r in rows})
+            for c in unread:
+                if c.id in out:
+                    self._chunks.keep_context(c, out[c.id])
             bare: dict[str, list[Chunk]] = {}
             for c in unread:
                 if c.id not in out:

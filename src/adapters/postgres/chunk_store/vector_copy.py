@@ -10,7 +10,7 @@ every write of chunk rows or vectors) and schema (``chunk_cache``'s epoch). A se
 copy takes the chosen chunks from the chunk cache, reading the rows of the others in one
 statement that also returns the current generation; when it moved on, the copy is dropped
 and the search is answered by the database's scan, as it is while there is no copy. A copy
-is read (in the background, on a spare connection) once a generation has been searched
+is read (in the background, on a pooled connection) once a generation has been searched
 twice, so a one-shot CLI search never pays for it, and only while ``n * dimension`` stays
 within ``copy_floats``.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -127,11 +127,13 @@ class VectorCopy:
 
     def __init__(
         self,
-        session: Callable[[], AbstractAsyncContextManager[ProjectSession | None]],
+        session: Callable[[], AbstractAsyncContextManager[ProjectSession]],
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
         max_floats: int,
     ) -> None:
-        # ``session`` yields a connection if one is free at once, else None.
+        # ``spawn`` runs the read in the background, cancelled when the database closes.
         self._session = session
+        self._spawn = spawn
         self._max_floats = max_floats
         self.held: Copy | None = None
         self._seen: int | None = None
@@ -177,13 +179,11 @@ class VectorCopy:
             return
         if self._reading is not None and not self._reading.done():
             return
-        self._reading = asyncio.get_running_loop().create_task(self._read())
+        self._reading = self._spawn(self._read())
 
     async def _read(self) -> None:
         try:
             async with self._session() as db:
-                if db is None:
-                    return  # the pool is busy: a later search tries again
                 row = await db.conn.fetchrow(read_sql(db.s))
             copy = parse(row)
             if copy is not None and copy.unit.size <= self._max_floats:
