@@ -225,15 +225,21 @@ def _argv(proc: Path) -> list[str]:
         return []
 
 
-def _server_processes(port: str) -> list[int]:
-    """The processes ``serve --workers 2`` on ``port`` spawned to serve (not its
-    multiprocessing resource tracker)."""
+def _supervisor(port: str) -> int:
+    """The process of ``serve --workers 2`` on ``port``."""
     [supervisor] = [
         int(p.name)
         for p in Path("/proc").iterdir()
         if p.name.isdigit()
         and _argv(p)[-7:] == ["serve", "--transport", "http", "--port", port, "--workers", "2"]
     ]
+    return supervisor
+
+
+def _server_processes(port: str) -> list[int]:
+    """The processes ``serve --workers 2`` on ``port`` spawned to serve (not its
+    multiprocessing resource tracker)."""
+    supervisor = _supervisor(port)
     children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
     return [int(c) for c in children if "spawn_main" in " ".join(_argv(Path(f"/proc/{c}")))]
 
@@ -296,7 +302,8 @@ def test_connections_spread_over_the_processes_and_a_dead_one_is_replaced(
 ) -> None:
     """Each process listens on a socket of its own (SO_REUSEPORT): 40 connections opened at
     once are spread over both (a shared socket often gave them all to one). A process killed
-    is replaced, and no new connection waits on the dead one's socket."""
+    is replaced, and no new connection waits on the dead one's socket; SIGHUP replaces
+    both."""
     port = int(http_server.rsplit(":", 1)[1])
     servers = _server_processes(str(port))
     conns = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
@@ -321,6 +328,15 @@ def test_connections_spread_over_the_processes_and_a_dead_one_is_replaced(
     # Every fresh connection is answered (one hashed to the dead process's socket would wait
     # for ever had its socket stayed open).
     for _ in range(20):
+        assert httpx.get(f"{http_server}/health", timeout=10).status_code == 200
+    # SIGHUP replaces both processes, as uvicorn's supervisor does, and serving goes on.
+    before = set(_server_processes(str(port)))
+    os.kill(_supervisor(str(port)), signal.SIGHUP)
+    deadline = time.monotonic() + 60
+    while not (len(now := _server_processes(str(port))) == 2 and before.isdisjoint(now)):
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
+    for _ in range(10):
         assert httpx.get(f"{http_server}/health", timeout=10).status_code == 200
 
 

@@ -89,9 +89,9 @@ async def test_copy_answers_as_the_scan_does(
     read: list[Any] = []
     add_rows = ChunkCache.add_rows
 
-    def recorded(cache: ChunkCache, rows: Any) -> Any:
+    def recorded(cache: ChunkCache, rows: Any, epoch: int) -> Any:
         read.extend(rows)
-        return add_rows(cache, read)
+        return add_rows(cache, read, epoch)
 
     monkeypatch.setattr(ChunkCache, "add_rows", recorded)
     again, _ = await store.vector_search(queries[-1], NO_FILTER, 20)

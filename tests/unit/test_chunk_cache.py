@@ -61,3 +61,15 @@ def test_context_lines_are_kept_with_their_chunk_object() -> None:
     cache.keep_context(c, ("x" * 100, "y" * 100))
     assert cache.held([1]) == {} and cache.context(a) is None
     assert cache.context(c) == ("x" * 100, "y" * 100)
+
+
+def test_rows_read_for_another_epoch_are_not_held() -> None:
+    cache = ChunkCache(max_chars=10_000).at(1)
+    chunk = _chunks(1, 50)[0]
+    row = {**chunk.model_dump(), "seq": 5}
+    # Read for epoch 1, but the cache moved on to epoch 2 meanwhile: returned, not held.
+    cache.at(2)
+    assert cache.add_rows([row], 1) == {5: chunk}
+    assert cache.held([5]) == {}
+    assert cache.add_rows([row], 2) == {5: chunk}
+    assert cache.held([5]) == {5: chunk}

@@ -110,16 +110,25 @@ class ChunkCache:
             if context is not None:
                 self._chars -= len(context[0]) + len(context[1])
 
-    def add_rows(self, rows: Iterable[asyncpg.Record]) -> dict[int, Chunk]:
-        """The chunks of ``rows_sql`` rows, now held too."""
+    def add_rows(self, rows: Iterable[asyncpg.Record], epoch: int) -> dict[int, Chunk]:
+        """The chunks of ``rows_sql`` rows read from the schema ``epoch``, now held too
+        unless the cache moved on to another epoch meanwhile."""
+        if epoch != self._epoch:
+            return {r["seq"]: chunk_of(r) for r in rows}
         return {r["seq"]: self.add(r["seq"], chunk_of(r)) for r in rows}
 
-    async def chunks(self, db: ProjectSession, seqs: list[int]) -> dict[int, Chunk]:
-        """The chunks of ``seqs`` (found in the current snapshot by the caller's statement),
-        from here or else read; a seq whose row is gone since is left out."""
+    async def chunks(self, db: ProjectSession, seqs: list[int], epoch: int) -> dict[int, Chunk]:
+        """The chunks of ``seqs``, found by the caller's statement in the schema ``epoch``,
+        from here or else read; a seq whose row is gone since is left out, and none is read
+        if the schema is another by now (the project dropped and made again)."""
         out = self.held(seqs)
         missing = [s for s in seqs if s not in out]
         if missing:
-            rows = await db.conn.fetch(f"{rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])", missing)
-            out.update(self.add_rows(rows))
+            rows = await db.conn.fetch(
+                f"SELECT c.*, st.tableoid AS epoch FROM {db.s}.corpus_stats st "
+                f"LEFT JOIN LATERAL ({rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])) c ON true",
+                missing,
+            )
+            if rows and rows[0]["epoch"] == epoch:
+                out.update(self.add_rows((r for r in rows if r["seq"] is not None), epoch))
         return out

@@ -221,7 +221,7 @@ async def _top(
             places.update({r["seq"]: (r["file_path"], r["start_line"]) for r in rows})
         # The seq last: a path and line held in two repositories orders alike every time.
         seqs = sorted(places, key=lambda s: (-normal[s], *places[s], s))[:k]
-    chunks = await cache.chunks(db, seqs)
+    chunks = await cache.chunks(db, seqs, scored.epoch)
     ordered = sorted(
         chunks, key=lambda s: (-normal[s], chunks[s].file_path, chunks[s].start_line, s)
     )

@@ -165,9 +165,17 @@ class VectorCopy:
             if self.held is held:
                 self.held = None
             return None
-        chunks.update(cache.add_rows(r for r in rows if r["seq"] is not None))
+        chunks.update(cache.add_rows((r for r in rows if r["seq"] is not None), held.epoch))
         hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
         return hits, len(held.seqs)
+
+    def drop(self) -> None:
+        """Forget the copy, and stop a read of one in progress."""
+        self.held = None
+        self._seen = None
+        if self._reading is not None:
+            self._reading.cancel()
+            self._reading = None
 
     def searched(self, generation: int, n_vectors: int, dimension: int) -> None:
         """The database's scan answered a search at ``generation``: read a copy in the
@@ -185,7 +193,8 @@ class VectorCopy:
         try:
             async with self._session() as db:
                 row = await db.conn.fetchrow(read_sql(db.s))
-            copy = parse(row)
+            # Tens of milliseconds for the largest copy: off the loop serving requests.
+            copy = await asyncio.to_thread(parse, row)
             if copy is not None and copy.unit.size <= self._max_floats:
                 self.held = copy
         except _NOT_READ as e:

@@ -53,7 +53,7 @@ class VectorSearch:
     def drop_copy(self) -> None:
         """Forget the copy of the vectors (the next searches read another)."""
         if self.copy is not None:
-            self.copy.held = None
+            self.copy.drop()
 
     async def search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
