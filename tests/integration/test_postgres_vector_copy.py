@@ -90,8 +90,9 @@ async def test_copy_answers_as_the_scan_does(
     add_rows = ChunkCache.add_rows
 
     def recorded(cache: ChunkCache, rows: Any, epoch: int) -> Any:
-        read.extend(rows)
-        return add_rows(cache, read, epoch)
+        rows = list(rows)
+        read.extend(r for r in rows if r["seq"] is not None)  # chunk rows, not the state row
+        return add_rows(cache, rows, epoch)
 
     monkeypatch.setattr(ChunkCache, "add_rows", recorded)
     again, _ = await store.vector_search(queries[-1], NO_FILTER, 20)

@@ -29,8 +29,16 @@ from codebase_core.models import Chunk
 
 
 def rows_sql(s: str) -> str:
-    """``SELECT_CHUNK`` and ``seq`` of the chunks (alias ``c``) of schema ``s``, to filter."""
-    return f"SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c"
+    """The rows (``SELECT_CHUNK`` and ``seq``) of the chunks of schema ``s`` whose seqs are $1,
+    each with the project's ``generation`` and ``epoch``; one row of those two alone (chunk
+    columns null) when none is found. The state comes in the rows' own snapshot."""
+    return f"""
+        SELECT c.*, st.generation, st.tableoid AS epoch
+        FROM {s}.corpus_stats st
+        LEFT JOIN LATERAL (
+            SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])
+        ) c ON true
+    """
 
 
 class ChunkCache:
@@ -111,11 +119,12 @@ class ChunkCache:
                 self._chars -= len(context[0]) + len(context[1])
 
     def add_rows(self, rows: Iterable[asyncpg.Record], epoch: int) -> dict[int, Chunk]:
-        """The chunks of ``rows_sql`` rows read from the schema ``epoch``, now held too
+        """The chunks of ``rows_sql`` rows (those found) read from the schema ``epoch``, now held too
         unless the cache moved on to another epoch meanwhile."""
+        found = [r for r in rows if r["seq"] is not None]
         if epoch != self._epoch:
-            return {r["seq"]: chunk_of(r) for r in rows}
-        return {r["seq"]: self.add(r["seq"], chunk_of(r)) for r in rows}
+            return {r["seq"]: chunk_of(r) for r in found}
+        return {r["seq"]: self.add(r["seq"], chunk_of(r)) for r in found}
 
     async def chunks(self, db: ProjectSession, seqs: list[int], epoch: int) -> dict[int, Chunk]:
         """The chunks of ``seqs``, found by the caller's statement in the schema ``epoch``,
@@ -124,11 +133,7 @@ class ChunkCache:
         out = self.held(seqs)
         missing = [s for s in seqs if s not in out]
         if missing:
-            rows = await db.conn.fetch(
-                f"SELECT c.*, st.tableoid AS epoch FROM {db.s}.corpus_stats st "
-                f"LEFT JOIN LATERAL ({rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])) c ON true",
-                missing,
-            )
-            if rows and rows[0]["epoch"] == epoch:
-                out.update(self.add_rows((r for r in rows if r["seq"] is not None), epoch))
+            rows = await db.conn.fetch(rows_sql(db.s), missing)
+            if rows[0]["epoch"] == epoch:
+                out.update(self.add_rows(rows, epoch))
         return out

@@ -13,6 +13,7 @@ to path and line, as in every store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,33 +60,26 @@ async def search(
 ) -> tuple[list[ScoredChunk], int]:
     """The top ``limit`` chunks by BM25 over the term ``keys`` passing ``filters`` (ties by
     path and line), and the number of chunks that hold a term."""
-    if filters.repository_id is None:
-        # One statement scores (postings go with their chunks, in one snapshot); the chunks
-        # it chooses are rows that never change, so no snapshot is shared with their read (a
-        # row deleted in between is left out, as if the search had come a moment later).
-        return await _search(db, keys, filters, limit, cache)
-    # A repository filter is narrowed by a read first: that and the scores in one snapshot.
-    async with db.conn.transaction(readonly=True, isolation="repeatable_read"):
-        return await _search(db, keys, await narrowed(db, filters), limit, cache)
-
-
-async def _search(
-    db: ProjectSession,
-    keys: Sequence[int],
-    filters: SearchFilters,
-    limit: int,
-    cache: ChunkCache,
-) -> tuple[list[ScoredChunk], int]:
-    flt = SqlFilter(filters, 2)
-    row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
-    many = row is not None and row["postings"] is not None
-    if many and int(row["postings"]) > THREAD_POSTINGS:
-        scored = await asyncio.to_thread(score, row)
-    else:
-        scored = score(row)
-    if scored is None:
-        return [], 0
-    return await _top(db, scored, limit, cache.at(scored.epoch)), len(scored.seqs)
+    # One statement scores (postings go with their chunks, in one snapshot); the chunks it
+    # chooses are rows that never change, so no snapshot is shared with their read (a row
+    # deleted in between is left out, as if the search had come a moment later). Only a
+    # repository filter, narrowed by a read first, shares one with the scores.
+    snapshot = (
+        contextlib.nullcontext()
+        if filters.repository_id is None
+        else db.conn.transaction(readonly=True, isolation="repeatable_read")
+    )
+    async with snapshot:
+        flt = SqlFilter(await narrowed(db, filters), 2)
+        row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
+        many = row is not None and row["postings"] is not None
+        if many and int(row["postings"]) > THREAD_POSTINGS:
+            scored = await asyncio.to_thread(score, row)
+        else:
+            scored = score(row)
+        if scored is None:
+            return [], 0
+        return await _top(db, scored, limit, cache.at(scored.epoch)), len(scored.seqs)
 
 
 def blocks_sql(s: str, flt: SqlFilter) -> str:

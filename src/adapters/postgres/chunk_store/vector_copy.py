@@ -152,20 +152,13 @@ class VectorCopy:
         seqs, scores = held.top(query, limit)
         chunks = cache.at(held.epoch).held(seqs)
         # The project's generation, and the rows of the chosen chunks not held: one statement.
-        rows = await db.conn.fetch(
-            f"""
-            SELECT c.*, st.generation, st.tableoid AS epoch
-            FROM {db.s}.corpus_stats st
-            LEFT JOIN LATERAL ({rows_sql(db.s)} WHERE c.seq = ANY($1::int8[])) c ON true
-            """,
-            [s for s in seqs if s not in chunks],
-        )
+        rows = await db.conn.fetch(rows_sql(db.s), [s for s in seqs if s not in chunks])
         first = rows[0]
         if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
             if self.held is held:
                 self.held = None
             return None
-        chunks.update(cache.add_rows((r for r in rows if r["seq"] is not None), held.epoch))
+        chunks.update(cache.add_rows(rows, held.epoch))
         hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
         return hits, len(held.seqs)
 
