@@ -22,8 +22,10 @@ from adapters.postgres._errors import (
     translate,
     translate_embedded,
 )
+from adapters.postgres.changes import ChangeFeed
 from adapters.postgres.embedded import start_embedded
 from adapters.postgres.schema import (
+    CHANGES_CHANNEL,
     GLOBAL_SCHEMA,
     GLOBAL_SQL,
     MIGRATIONS,
@@ -87,6 +89,8 @@ class PgDatabase:
         self._workspaces: dict[str, Workspace] = {}
         self._ws_lock = asyncio.Lock()
         self._background: dict[asyncio.Task[None], str] = {}
+        self.changes = ChangeFeed(self._listening_connection)
+        """The writes of each project seen by this process (see ``adapters.postgres.changes``)."""
 
     @property
     def pool_size(self) -> int:
@@ -186,6 +190,16 @@ class PgDatabase:
         pool = self._pool
         assert pool is not None
         return pool
+
+    async def _listening_connection(self) -> asyncpg.Connection:
+        """A connection of its own to the pool's server, for ``changes`` to listen on."""
+        await self.pool()
+        assert self._url is not None
+        return await asyncpg.connect(
+            self._url,
+            timeout=self._connect_timeout,
+            server_settings={"application_name": "codebase-mcp changes"},
+        )
 
     async def _reset_connection(self, conn: asyncpg.Connection) -> None:
         """A released connection's reset, after asyncpg's own (which ends an open
@@ -331,10 +345,17 @@ class PgDatabase:
         """Remove a project's schema and everything in it."""
         name = schema_name(project_id)
         await self._cancel_background(project_id)
-        async with self.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-            await conn.execute(f"DELETE FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id)
+        try:
+            async with self.connection() as conn, conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+                await conn.execute(
+                    f"DELETE FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id
+                )
+                await conn.execute("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, name)
+        finally:
+            # Also when the commit's outcome is unknown: what was kept may be gone.
+            self.changes.bump(name)
         self._workspaces.pop(project_id, None)
 
     def spawn(self, project_id: str, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -353,8 +374,10 @@ class PgDatabase:
                 await task
 
     async def close(self) -> None:
-        """Cancel background work, then close the pool (waiting for connections in use)."""
+        """Cancel background work, stop listening for changes, then close the pool (waiting
+        for connections in use)."""
         await self._cancel_background(None)
+        await self.changes.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             try:

@@ -13,6 +13,10 @@ _MAX_IDENTIFIER = 63  # NAMEDATALEN - 1
 _SLUG_DROP = re.compile(r"[^a-z0-9_]")
 
 
+# The channel of the notifications of writes (adapters.postgres.changes).
+CHANGES_CHANNEL = "codebase_mcp_changes"
+
+
 def schema_name(project_id: str) -> str:
     """``cb_proj_<slug>_<8 hex>``: lowercase, at most 63 bytes, unique per project id.
 
@@ -307,6 +311,27 @@ CREATE TABLE {s}.chunk_context (
     before text NOT NULL,
     after text NOT NULL
 );
+""",
+    ),
+    (
+        10,
+        # Every write of chunks, vectors or repositories tells the processes that keep what
+        # they read of the project (adapters.postgres.changes), with the schema's name.
+        # Statement triggers: a write of a thousand rows notifies once (Postgres also folds
+        # equal notifications of one transaction).
+        """
+CREATE FUNCTION {s}.notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('"""
+        + CHANGES_CHANNEL
+        + """', TG_TABLE_SCHEMA);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER notify_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON {s}.corpus_stats FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_change();
+CREATE TRIGGER notify_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON {s}.repositories FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_change();
 """,
     ),
 ]

@@ -17,6 +17,7 @@ import numpy as np
 from adapters.postgres import postings
 from adapters.postgres._errors import DRIVER_ERRORS
 from adapters.postgres.ann import AnnConfig
+from adapters.postgres.changes import Token
 from adapters.postgres.chunk_store import embedding_cache
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter
@@ -66,9 +67,10 @@ class PgChunkStore:
         ann = ann or AnnConfig()
         self._models = ModelGuard()
         self._chunks = ChunkCache(CHUNK_CACHE_CHARS)
-        copy = VectorCopy(self._session, self._spawn, ann.copy_floats)
+        copy = VectorCopy(self._session, self._spawn, ann.copy_floats, self._token)
         self._vectors = VectorSearch(ann, copy, self._chunks)
         self._segments = Segments(database, project_id, ann)
+        self._repositories: tuple[Token, tuple[Repository, ...]] | None = None
 
     @property
     def project_id(self) -> str:
@@ -84,6 +86,22 @@ class PgChunkStore:
         async with self._db.connection() as conn:
             yield ProjectSession.of(conn, ws)
 
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[ProjectSession]:
+        """A session for a write transaction of the caller's; what this process keeps read
+        of the project is void once it ends (committed or not: a lost connection leaves the
+        outcome unknown)."""
+        ws = await self.workspace()
+        try:
+            async with self._session() as db:
+                yield db
+        finally:
+            self._db.changes.bump(ws.schema)
+
+    async def _token(self) -> Token | None:
+        """The project's change token now (``adapters.postgres.changes``)."""
+        return self._db.changes.token((await self.workspace()).schema)
+
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Background work of this project (cancelled when the database closes)."""
         return self._db.spawn(self._project_id, work)
@@ -93,11 +111,12 @@ class PgChunkStore:
         vectors): memory back, or a benchmark's cold start."""
         self._chunks.clear()
         self._vectors.drop_copy()
+        self._repositories = None
 
     # --- repositories -------------------------------------------------------------------
 
     async def save_repository(self, repository: Repository) -> None:
-        async with self._session() as db, db.conn.transaction():
+        async with self._writing() as db, db.conn.transaction():
             await self._models.check_repository(db, repository)
             await db.conn.execute(
                 f"""
@@ -116,8 +135,12 @@ class PgChunkStore:
             )
 
     async def get_repository(self, repository_id: str) -> Repository:
-        async with self._session() as db:
-            found = await db.repositories("r.id = $1", repository_id)
+        kept = await self._kept_repositories()
+        if kept is not None:
+            found = [r for r in kept if r.id == repository_id]
+        else:
+            async with self._session() as db:
+                found = await db.repositories("r.id = $1", repository_id)
         if not found:
             raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
         return found[0]
@@ -128,11 +151,27 @@ class PgChunkStore:
         return found[0] if found else None
 
     async def list_repositories(self) -> list[Repository]:
+        kept = await self._kept_repositories()
+        if kept is not None:
+            return list(kept)
+        token = await self._token()
         async with self._session() as db:
-            return await db.repositories("true")
+            found = await db.repositories("true")
+        if token is not None:
+            self._repositories = (token, tuple(found))
+        return found
+
+    async def _kept_repositories(self) -> tuple[Repository, ...] | None:
+        """The repositories as last listed, if no write was seen since (every search lists
+        them, to check their models)."""
+        kept = self._repositories
+        if kept is None:
+            return None
+        token = await self._token()
+        return kept[1] if token is not None and token == kept[0] else None
 
     async def delete_repository(self, repository_id: str) -> None:
-        async with self._session() as db, db.conn.transaction():
+        async with self._writing() as db, db.conn.transaction():
             exists = await db.conn.fetchval(
                 f"SELECT 1 FROM {db.s}.repositories WHERE id = $1 FOR UPDATE", repository_id
             )
@@ -169,7 +208,7 @@ class PgChunkStore:
         if not files:
             return
         n_chunks = sum(len(f.chunks) for f in files)
-        async with self._session() as db:
+        async with self._writing() as db:
             conn = db.conn
             seqs: list[int] = [
                 r[0]
@@ -218,7 +257,7 @@ class PgChunkStore:
         self._segments.wrote(rows.n_docs, vectors=rows.dimension is not None)
 
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
-        async with self._session() as db, db.conn.transaction():
+        async with self._writing() as db, db.conn.transaction():
             if not await db.lock_files(repository_id, paths):
                 return 0
             n, length, nvec = await db.delete_chunks(repository_id, paths)
@@ -323,6 +362,9 @@ class PgChunkStore:
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         query = np.asarray(vector, dtype=np.float32)
+        copied = await self._vectors.copied(query, filters, limit)
+        if copied is not None:
+            return copied
         async with self._session() as db:
             return await self._vectors.search(db, query, filters, limit)
 

@@ -9,7 +9,10 @@ The copy is of one *generation* of the project (``corpus_stats.generation``, mov
 every write of chunk rows or vectors) and schema (``chunk_cache``'s epoch). A search with the
 copy takes the chosen chunks from the chunk cache, reading the rows of the others in one
 statement that also returns the current generation; when it moved on, the copy is dropped
-and the search is answered by the database's scan, as it is while there is no copy. A copy
+and the search is answered by the database's scan, as it is while there is no copy. While
+no write of the project was seen since the copy was read or last found current (its change
+token, ``adapters.postgres.changes``, is unchanged) and every chosen chunk is held, the
+search needs no statement at all. A copy
 is read (in the background, on a pooled connection) once a generation has been searched
 twice, so a one-shot CLI search never pays for it, and only while ``n * dimension`` stays
 within ``copy_floats``.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +35,7 @@ import asyncpg
 import numpy as np
 
 from adapters.postgres._errors import DRIVER_ERRORS
+from adapters.postgres.changes import Token
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
 from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core.errors import CoreError
@@ -130,17 +134,22 @@ class VectorCopy:
         session: Callable[[], AbstractAsyncContextManager[ProjectSession]],
         spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
         max_floats: int,
+        token: Callable[[], Awaitable[Token | None]],
     ) -> None:
-        # ``spawn`` runs the read in the background, cancelled when the database closes.
+        # ``spawn`` runs the read in the background, cancelled when the database closes;
+        # ``token`` gives the project's change token.
         self._session = session
         self._spawn = spawn
         self._max_floats = max_floats
+        self._token = token
         self.held: Copy | None = None
+        # The copy last known current, with the token taken before it was known to be.
+        self._trusted: tuple[Copy, Token] | None = None
         self._seen: int | None = None
         self._reading: asyncio.Task[None] | None = None
 
     async def search(
-        self, db: ProjectSession, query: np.ndarray[Any, Any], limit: int, cache: ChunkCache
+        self, query: np.ndarray[Any, Any], limit: int, cache: ChunkCache
     ) -> tuple[list[ScoredChunk], int] | None:
         """The top ``limit`` chunks with their cosine similarity, and the number of vectors,
         from the copy (the chunks from ``cache``, or read); None when there is no copy of the
@@ -149,22 +158,31 @@ class VectorCopy:
         held = self.held
         if held is None or held.dimension != query.shape[0]:
             return None
+        token = await self._token()
         seqs, scores = held.top(query, limit)
         chunks = cache.at(held.epoch).held(seqs)
-        # The project's generation, and the rows of the chosen chunks not held: one statement.
-        rows = await db.conn.fetch(rows_sql(db.s), [s for s in seqs if s not in chunks])
-        first = rows[0]
-        if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
-            if self.held is held:
-                self.held = None
-            return None
-        chunks.update(cache.add_rows(rows, held.epoch))
+        trusted = token is not None and self._trusted == (held, token)
+        if not trusted or len(chunks) < len(seqs):
+            # The project's generation, and the rows of the chosen chunks not held: one
+            # statement.
+            async with self._session() as db:
+                rows = await db.conn.fetch(rows_sql(db.s), [s for s in seqs if s not in chunks])
+            first = rows[0]
+            if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
+                if self.held is held:
+                    self.held = None
+                    self._trusted = None
+                return None
+            chunks.update(cache.add_rows(rows, held.epoch))
+            if token is not None and self.held is held:
+                self._trusted = (held, token)
         hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
         return hits, len(held.seqs)
 
     def drop(self) -> None:
         """Forget the copy, and stop a read of one in progress."""
         self.held = None
+        self._trusted = None
         self._seen = None
         if self._reading is not None:
             self._reading.cancel()
@@ -184,11 +202,13 @@ class VectorCopy:
 
     async def _read(self) -> None:
         try:
+            token = await self._token()
             async with self._session() as db:
                 row = await db.conn.fetchrow(read_sql(db.s))
             # Tens of milliseconds for the largest copy: off the loop serving requests.
             copy = await asyncio.to_thread(parse, row)
             if copy is not None and copy.unit.size <= self._max_floats:
                 self.held = copy
+                self._trusted = (copy, token) if token is not None else None
         except _NOT_READ as e:
             log.debug("vector copy not read: %s", e)

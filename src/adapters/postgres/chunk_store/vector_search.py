@@ -55,20 +55,24 @@ class VectorSearch:
         if self.copy is not None:
             self.copy.drop()
 
+    async def copied(
+        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int] | None:
+        """What ``search`` gives, from the copy of the vectors (on a connection of its own,
+        if it needs one); None when the copy cannot answer (see ``VectorCopy``)."""
+        if self.copy is None or filters != NO_FILTERS or not float(np.linalg.norm(query)) > 0:
+            return None
+        return await self.copy.search(query, limit, self.chunks)
+
     async def search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         """The top ``limit`` chunks with their cosine similarity, and the number of chunks with
         vectors passing ``filters``, in one snapshot."""
-        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
-            if self.copy is not None:
-                copied = await self.copy.search(db, query, limit, self.chunks)
-                if copied is not None:
-                    return copied
-            if self.exact_seen:
-                found = await self._exact_unfiltered(db, query, limit)
-                if found is not None:
-                    return _scored(found[0]), found[1]
+        if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+            found = await self._exact_unfiltered(db, query, limit)
+            if found is not None:
+                return _scored(found[0]), found[1]
         rows, total = await self._search(db, query, filters, limit)
         return _scored(rows), total
 

@@ -1,0 +1,275 @@
+"""What a process keeps read of a project (its repository list, the copy of its vectors) is
+reused only while no write of the project was seen: a write of this process voids it at once,
+another process's write as soon as its notification arrives, and without a listening
+connection (or past the trust window) everything is checked against the database again."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from adapters.postgres import PgChunkStore, PgDatabase, changes
+from adapters.postgres.changes import ChangeFeed
+from adapters.postgres.schema import CHANGES_CHANNEL
+from tests.factories import file_batch, repo
+from tests.integration.pg_helpers import NO_FILTER
+
+DIM = 16
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture
+async def other(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
+    """A second database client on the same server: another process's view."""
+    database = PgDatabase(pg_url, data_dir=tmp_path / "other")
+    yield database
+    await database.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_trust_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens good for an hour: what changes them in these tests is a write seen."""
+    monkeypatch.setattr(changes, "TRUST_S", 3600.0)
+
+
+def _statements(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements run on ``db``'s pooled connections from now on."""
+    seen: list[str] = []
+    original = db.connection
+
+    def connection(*args: Any, **kwargs: Any) -> Any:
+        cm = original(*args, **kwargs)
+
+        class Recorded:
+            async def __aenter__(self) -> Any:
+                conn = await cm.__aenter__()
+                return _Spy(conn, seen)
+
+            async def __aexit__(self, *exc: object) -> Any:
+                return await cm.__aexit__(*exc)
+
+        return Recorded()
+
+    monkeypatch.setattr(db, "connection", connection)
+    return seen
+
+
+class _Spy:
+    """A connection whose statements are recorded."""
+
+    def __init__(self, conn: Any, seen: list[str]) -> None:
+        self._conn = conn
+        self._seen = seen
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._conn, name)
+        if name in {"fetch", "fetchrow", "fetchval", "execute"}:
+
+            async def recorded(query: str, *args: Any, **kwargs: Any) -> Any:
+                self._seen.append(" ".join(query.split())[:60])
+                return await attr(query, *args, **kwargs)
+
+            return recorded
+        return attr
+
+
+async def _until(check: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    for _ in range(int(timeout_s / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+async def _listening(store: PgChunkStore) -> Any:
+    """The store's token, once its database listens for changes."""
+    ws = await store.workspace()
+    feed = store._db.changes
+    feed.token(ws.schema)
+    await _until(lambda: feed.listening, "listening")
+    token = feed.token(ws.schema)
+    assert token is not None
+    return token
+
+
+async def _load(store: PgChunkStore, n_files: int, seed: int = 7) -> None:
+    rng = np.random.default_rng(seed)
+    await store.save_repository(
+        repo("r1").model_copy(update={"embedding_model": "random", "embedding_dimension": DIM})
+    )
+    batches = [
+        file_batch(
+            "r1",
+            f"pkg/mod{i}.py",
+            [f"def f{i}_{j}():\n    return {j}" for j in range(3)],
+            rng.normal(size=(3, DIM)).tolist(),
+        )
+        for i in range(n_files)
+    ]
+    await store.replace_files("r1", batches)
+
+
+async def test_the_repository_list_is_kept_until_a_write_is_seen(
+    db: PgDatabase, other: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
+    await store.save_repository(repo("r1"))
+    await _listening(store)
+    assert [r.id for r in await store.list_repositories()] == ["r1"]
+    seen = _statements(db, monkeypatch)
+    assert [r.id for r in await store.list_repositories()] == ["r1"]
+    assert (await store.get_repository("r1")).id == "r1"
+    assert seen == []  # both answered from the list kept
+    # This process's own write: seen at once, without any notification (none is taken in
+    # meanwhile).
+    feed, listener = db.changes, db.changes._conn
+    assert listener is not None
+    await listener.remove_listener(CHANGES_CHANNEL, feed._notified)
+    await store.save_repository(repo("r2", "/repos/r2", "r2"))
+    assert [r.id for r in await store.list_repositories()] == ["r1", "r2"]
+    await listener.add_listener(CHANGES_CHANNEL, feed._notified)
+    # Another process's write: seen when its notification arrives.
+    seen.clear()
+    await theirs.save_repository(repo("r3", "/repos/r3", "r3"))
+
+    async def listed() -> list[str]:
+        return [r.id for r in await store.list_repositories()]
+
+    for _ in range(500):
+        if await listed() == ["r1", "r2", "r3"]:
+            break
+        await asyncio.sleep(0.02)
+    assert await listed() == ["r1", "r2", "r3"]
+    await theirs.delete_repository("r2")
+    for _ in range(500):
+        if await listed() == ["r1", "r3"]:
+            break
+        await asyncio.sleep(0.02)
+    assert await listed() == ["r1", "r3"]
+
+
+async def test_a_write_by_another_process_voids_the_copy_of_the_vectors(
+    db: PgDatabase, pg_url: str, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PgChunkStore(db, project)
+    await _load(store, 20)
+    await _listening(store)
+    query = np.random.default_rng(3).normal(size=DIM).tolist()
+    for _ in range(2):
+        await store.vector_search(query, NO_FILTER, 5)
+    copy = store._vectors.copy
+    assert copy is not None
+    await _until(lambda: copy.held is not None, "a copy read")
+    await store.vector_search(query, NO_FILTER, 5)  # checked once against the database
+    seen = _statements(db, monkeypatch)
+    hits, total = await store.vector_search(query, NO_FILTER, 5)
+    assert total == 60 and len(hits) == 5 and seen == []  # answered in the process
+    # A real other process writes a file holding the query's own direction.
+    ws = await store.workspace()
+    token = db.changes.token(ws.schema)
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from pathlib import Path
+        sys.path[:0] = [{str(SRC)!r}, {str(SRC.parent)!r}]
+        from adapters.postgres import PgChunkStore, PgDatabase
+        from tests.factories import file_batch
+
+        async def main():
+            db = PgDatabase({pg_url!r}, data_dir=Path({str(Path.cwd())!r}))
+            store = PgChunkStore(db, {project!r})
+            batch = file_batch("r1", "pkg/new.py", ["def exact():\\n    pass"], [{query!r}])
+            await store.replace_files("r1", [batch])
+            await db.close()
+
+        asyncio.run(main())
+        """
+    )
+    writer = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
+    assert await asyncio.wait_for(writer.wait(), 120) == 0
+    await _until(lambda: db.changes.token(ws.schema) != token, "the write's notification")
+    hits, total = await store.vector_search(query, NO_FILTER, 5)
+    assert total == 61 and hits[0].chunk.file_path == "pkg/new.py"
+    assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+    assert any("generation" in s for s in seen)  # checked, found stale, the scan answered
+
+
+async def test_without_a_listening_connection_everything_is_checked(
+    db: PgDatabase, other: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
+    await store.save_repository(repo("r1"))
+    first = await _listening(store)
+    await store.list_repositories()
+    # The listening connection is killed (as a server restart or a network cut would).
+    listener = db.changes._conn
+    assert listener is not None
+    async with other.connection() as conn:
+        assert await conn.fetchval("SELECT pg_terminate_backend($1)", listener.get_server_pid())
+    ws = await store.workspace()
+    await _until(lambda: not db.changes.listening, "the loss noticed")
+    assert db.changes.token(ws.schema) is None
+    # Meanwhile another process writes: nothing may come from what was kept.
+    seen = _statements(db, monkeypatch)
+    await theirs.save_repository(repo("r2", "/repos/r2", "r2"))
+    assert [r.id for r in await store.list_repositories()] == ["r1", "r2"]
+    assert seen  # read from the database
+    # Listening again (the next asking for a token starts it), with tokens that match none
+    # taken before the loss.
+    await _until(lambda: db.changes.token(ws.schema) is not None, "listening again", 15.0)
+    again = db.changes.token(ws.schema)
+    assert again is not None and again != first
+
+
+async def test_tokens_expire_with_the_trust_window(
+    db: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PgChunkStore(db, project)
+    await store.save_repository(repo("r1"))
+    monkeypatch.setattr(changes, "TRUST_S", 0.05)
+    await _listening(store)
+    await store.list_repositories()
+    await asyncio.sleep(0.12)
+    seen = _statements(db, monkeypatch)
+    await store.list_repositories()
+    assert seen  # the window passed: read again
+
+
+async def test_dropping_a_project_is_seen_by_other_processes(
+    db: PgDatabase, other: PgDatabase, project: str
+) -> None:
+    store = PgChunkStore(db, project)
+    await store.save_repository(repo("r1"))
+    ws = await store.workspace()
+    token = await _listening(store)
+    await other.drop_workspace(project)
+    await _until(lambda: db.changes.token(ws.schema) != token, "the drop's notification")
+
+
+async def test_a_feed_that_cannot_connect_gives_no_token_and_retries() -> None:
+    attempts = 0
+
+    async def refused() -> Any:
+        nonlocal attempts
+        attempts += 1
+        raise OSError("connection refused")
+
+    feed = ChangeFeed(refused)
+    assert feed.token("s") is None
+    await _until(lambda: attempts == 1, "a first attempt")
+    assert feed.token("s") is None and attempts == 1  # not again before RETRY_S
+    feed._next_try = 0.0
+    assert feed.token("s") is None
+    await _until(lambda: attempts == 2, "a second attempt")
+    await feed.close()
+    feed._next_try = 0.0
+    assert feed.token("s") is None
+    await asyncio.sleep(0.05)
+    assert attempts == 2  # closed for good
