@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import numpy as np
 
+from adapters.postgres.changes import Token
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
+from adapters.postgres.chunk_store.postings_cache import (
+    PostingsCache,
+    State,
+    Term,
+    combined,
+    terms_of,
+)
 from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core import lexical
 from codebase_core.models import ScoredChunk, SearchFilters
@@ -36,6 +45,8 @@ TIE_ROOM = 32
 # A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
 # element type, length, lower bound), then each element as a 4-byte length and its value.
 _ARRAY_HEADER = 20
+NO_FILTERS = SearchFilters()
+NO_SQL_FILTER = SqlFilter(NO_FILTERS, 2)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
 THREAD_POSTINGS = 200_000
@@ -51,35 +62,98 @@ class Scored:
     epoch: int  # the schema's (see chunk_cache)
 
 
+Session = Callable[[], AbstractAsyncContextManager[ProjectSession]]
+
+
 async def search(
-    db: ProjectSession,
+    session: Session,
     keys: Sequence[int],
     filters: SearchFilters,
     limit: int,
     cache: ChunkCache,
+    postings: PostingsCache | None = None,
+    token: Token | None = None,
 ) -> tuple[list[ScoredChunk], int]:
     """The top ``limit`` chunks by BM25 over the term ``keys`` passing ``filters`` (ties by
-    path and line), and the number of chunks that hold a term."""
-    # One statement scores (postings go with their chunks, in one snapshot); the chunks it
-    # chooses are rows that never change, so no snapshot is shared with their read (a row
-    # deleted in between is left out, as if the search had come a moment later). Only a
-    # repository filter, narrowed by a read first, shares one with the scores.
-    snapshot = (
-        contextlib.nullcontext()
-        if filters.repository_id is None
-        else db.conn.transaction(readonly=True, isolation="repeatable_read")
-    )
-    async with snapshot:
-        flt = SqlFilter(await narrowed(db, filters), 2)
-        row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
-        many = row is not None and row["postings"] is not None
-        if many and int(row["postings"]) > THREAD_POSTINGS:
-            scored = await asyncio.to_thread(score, row)
-        else:
-            scored = score(row)
+    path and line), and the number of chunks that hold a term. Without filters, and with the
+    project's change ``token``, the terms' postings come from ``postings`` (read there
+    first if need be)."""
+    if postings is not None and token is not None and filters == NO_FILTERS:
+        scored = await _held_scores(session, keys, postings, token)
         if scored is None:
             return [], 0
-        return await _top(db, scored, limit, cache.at(scored.epoch)), len(scored.seqs)
+        return await _top(session, None, scored, limit, cache.at(scored.epoch)), len(scored.seqs)
+    async with session() as db:
+        # One statement scores (postings go with their chunks, in one snapshot); the chunks
+        # it chooses are rows that never change, so no snapshot is shared with their read (a
+        # row deleted in between is left out, as if the search had come a moment later). Only
+        # a repository filter, narrowed by a read first, shares one with the scores.
+        snapshot = (
+            contextlib.nullcontext()
+            if filters.repository_id is None
+            else db.conn.transaction(readonly=True, isolation="repeatable_read")
+        )
+        async with snapshot:
+            flt = SqlFilter(await narrowed(db, filters), 2)
+            row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
+            many = row is not None and row["postings"] is not None
+            if many and int(row["postings"]) > THREAD_POSTINGS:
+                scored = await asyncio.to_thread(score, row)
+            else:
+                scored = score(row)
+            if scored is None:
+                return [], 0
+            top = await _top(session, db, scored, limit, cache.at(scored.epoch))
+            return top, len(scored.seqs)
+
+
+async def _held_scores(
+    session: Session, keys: Sequence[int], postings: PostingsCache, token: Token
+) -> Scored | None:
+    """The scores of the chunks holding a term of ``keys``, from the postings held (those not
+    held read first, in one statement)."""
+    held = postings.held(token, keys)
+    missing = [k for k in keys if k not in held]
+    if missing:
+        read = await _read_terms(session, missing)
+        if read is None:
+            return None
+        epoch, generation, terms = read
+        state = postings.state
+        if held and (state is None or (state.epoch, state.generation) != (epoch, generation)):
+            # A write came between the terms held and these (its notice not yet here): all
+            # of them again, from one generation.
+            read = await _read_terms(session, list(keys))
+            if read is None:
+                return None
+            epoch, generation, terms = read
+            held = {}
+        postings.add(State(token, epoch, generation), terms)
+        held.update(terms)
+    state = postings.state
+    if state is None:
+        return None
+    if sum(t.size for t in held.values() if t is not None) > THREAD_POSTINGS:
+        found = await asyncio.to_thread(combined, held)
+    else:
+        found = combined(held)
+    if found is None:
+        return None
+    seqs, raw, bound = found
+    return Scored(seqs=seqs, raw=raw, bound=bound, epoch=state.epoch)
+
+
+async def _read_terms(
+    session: Session, keys: list[int]
+) -> tuple[int, int, dict[int, Term | None]] | None:
+    """The postings of ``keys`` with their contributions, and the project's epoch and
+    generation, in one statement (``postings_cache.terms_of``)."""
+    async with session() as db:
+        row = await db.conn.fetchrow(blocks_sql(db.s, NO_SQL_FILTER), keys)
+    many = row is not None and row["postings"] is not None
+    if many and int(row["postings"]) > THREAD_POSTINGS:
+        return await asyncio.to_thread(terms_of, row, keys, _elements)
+    return terms_of(row, keys, _elements)
 
 
 def blocks_sql(s: str, flt: SqlFilter) -> str:
@@ -103,7 +177,8 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
             -- the table (frequently updated, never vacuumed by us) it guesses over a
             -- thousand rows, multiplied w's estimate by as many, and read all postings of
             -- the terms instead of the filter's blocks.
-            SELECT n_docs, total_len, tableoid AS epoch FROM {s}.corpus_stats LIMIT 1
+            SELECT n_docs, total_len, generation, tableoid AS epoch
+            FROM {s}.corpus_stats LIMIT 1
         ), w AS (
             -- Document frequencies over the whole project, from the postings index.
             SELECT q.term, d.df
@@ -122,7 +197,7 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
                 WHERE p.term = w.term OFFSET 0
             ) p {only}
         )
-        SELECT st.n_docs, st.total_len, st.epoch,
+        SELECT st.n_docs, st.total_len, st.generation, st.epoch,
                (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
                (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
                bl.*
@@ -184,10 +259,14 @@ def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray
 
 
 async def _top(
-    db: ProjectSession, scored: Scored, limit: int, cache: ChunkCache
+    session: Session,
+    db: ProjectSession | None,
+    scored: Scored,
+    limit: int,
+    cache: ChunkCache,
 ) -> list[ScoredChunk]:
     """The chunks of the top ``limit`` of ``scored`` by normalised score, then path and
-    line."""
+    line (rows not held read on ``db``, or on a connection of ``session``'s)."""
     raw, bound = scored.raw, scored.bound
     n = len(raw)
     k = min(int(limit), n)
@@ -207,16 +286,25 @@ async def _top(
         places = {s: (c.file_path, c.start_line) for s, c in held.items()}
         missing = [s for s in seqs if s not in held]
         if missing:
-            rows = await db.conn.fetch(
-                f"SELECT c.seq, c.file_path, c.start_line FROM {db.s}.chunks c "
-                "WHERE c.seq = ANY($1::int8[])",
-                missing,
-            )
+            async with _on(session, db) as on:
+                rows = await on.conn.fetch(
+                    f"SELECT c.seq, c.file_path, c.start_line FROM {on.s}.chunks c "
+                    "WHERE c.seq = ANY($1::int8[])",
+                    missing,
+                )
             places.update({r["seq"]: (r["file_path"], r["start_line"]) for r in rows})
         # The seq last: a path and line held in two repositories orders alike every time.
         seqs = sorted(places, key=lambda s: (-normal[s], *places[s], s))[:k]
-    chunks = await cache.chunks(db, seqs, scored.epoch)
+    chunks = cache.held(seqs)
+    if len(chunks) < len(seqs):
+        async with _on(session, db) as on:
+            chunks = await cache.chunks(on, seqs, scored.epoch)
     ordered = sorted(
         chunks, key=lambda s: (-normal[s], chunks[s].file_path, chunks[s].start_line, s)
     )
     return [ScoredChunk(chunks[s], normal[s]) for s in ordered[:k]]
+
+
+def _on(session: Session, db: ProjectSession | None) -> AbstractAsyncContextManager[ProjectSession]:
+    """``db`` if the caller holds one, else a connection of ``session``'s."""
+    return contextlib.nullcontext(db) if db is not None else session()

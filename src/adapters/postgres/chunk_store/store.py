@@ -23,6 +23,7 @@ from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter
 from adapters.postgres.chunk_store.lexical_search import search as bm25_top
 from adapters.postgres.chunk_store.model_guard import ModelGuard
+from adapters.postgres.chunk_store.postings_cache import PostingsCache
 from adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
     CONTEXT_COLUMNS,
@@ -50,6 +51,8 @@ from codebase_core.ports import IndexedFile
 
 # The text of the chunks a store keeps read (chunk_cache), in characters: 16 MB of ASCII.
 CHUNK_CACHE_CHARS = 16_000_000
+# The postings a store keeps with their BM25 (postings_cache): 16 bytes each, 32 MB.
+POSTINGS_CACHED = 2_000_000
 
 
 class PgChunkStore:
@@ -67,6 +70,7 @@ class PgChunkStore:
         ann = ann or AnnConfig()
         self._models = ModelGuard()
         self._chunks = ChunkCache(CHUNK_CACHE_CHARS)
+        self._postings = PostingsCache(POSTINGS_CACHED)
         copy = VectorCopy(self._session, self._spawn, ann.copy_floats, self._token)
         self._vectors = VectorSearch(ann, copy, self._chunks)
         self._segments = Segments(database, project_id, ann)
@@ -110,6 +114,7 @@ class PgChunkStore:
         """Forget what this process holds of the project (the chunks read, the copy of its
         vectors): memory back, or a benchmark's cold start."""
         self._chunks.clear()
+        self._postings.clear()
         self._vectors.drop_copy()
         self._repositories = None
 
@@ -374,8 +379,10 @@ class PgChunkStore:
         keys = list(dict.fromkeys(term_key(t) for t in terms))
         if not keys:
             return [], 0
-        async with self._session() as db:
-            return await bm25_top(db, keys, filters, limit, self._chunks)
+        token = await self._token()
+        return await bm25_top(
+            self._session, keys, filters, limit, self._chunks, self._postings, token
+        )
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int

@@ -1,0 +1,170 @@
+"""The postings of a project's terms with their BM25 contributions, kept in the process for
+lexical searches without filters.
+
+Between two writes a term's postings and every input of their BM25 (the project's document
+count and average length, the term's document frequency) stay the same, so each posting's
+contribution does too. A search without filters takes its terms' contributions from here and
+sums them per chunk: no statement when every term is held, and one read of the others'
+blocks otherwise (``lexical_search.blocks_sql``, as an unfiltered search reads them).
+
+What is held is of one generation of the project, under the change token taken before it was
+read (``adapters.postgres.changes``). Once the token moves on (a write seen, the trust window
+passed), nothing held answers until a read of the query's terms gives the generation again:
+the same one keeps everything held (under the new token), another one replaces it. Without
+a token (no listening connection) nothing is held or used. A term without postings is held too, as none. Bounded by postings (16
+bytes each), the least recently used terms out first.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from adapters.postgres.changes import Token
+from codebase_core import lexical
+
+# Terms held at most, postings or none (a term without postings costs its entry alone).
+MAX_TERMS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One term's postings: the chunks holding it (one posting each) and each posting's BM25
+    contribution, with the term's idf."""
+
+    seqs: np.ndarray[Any, Any]
+    contrib: np.ndarray[Any, Any]
+    idf: float
+
+    @property
+    def size(self) -> int:
+        return len(self.seqs)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The generation of the project that terms were read from."""
+
+    token: Token
+    epoch: int
+    generation: int
+
+
+def terms_of(
+    row: asyncpg.Record | None,
+    keys: Sequence[int],
+    elements: Any,
+) -> tuple[int, int, dict[int, Term | None]] | None:
+    """The (epoch, generation, terms) of a ``blocks_sql`` row read without filters for the
+    term ``keys``: each key's postings with their contributions, None for a key without
+    postings; None when the row holds no project statistics. ``elements`` decodes an array
+    column (``lexical_search._elements``)."""
+    if row is None or row["n_docs"] is None:
+        return None
+    epoch, generation = int(row["epoch"]), int(row["generation"])
+    found: dict[int, Term | None] = dict.fromkeys(keys)
+    if row["terms"] is None:
+        return epoch, generation, found
+    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
+    avg = total_len / n_docs if n_docs > 0 else 0.0
+    idf_of = {
+        int(t): lexical.idf(n_docs, int(df))
+        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
+    }
+    sizes = np.asarray(row["sizes"], dtype=np.int64)
+    chunks = elements(row["chunks"], sizes, ">i8")
+    tfs = elements(row["tfs"], sizes, ">i4").astype(np.float64)
+    lens = elements(row["doc_lens"], sizes, ">i4").astype(np.float64)
+    block_terms = np.asarray([int(t) for t in row["terms"]], dtype=np.int64)
+    idfs = np.repeat(np.array([idf_of[int(t)] for t in block_terms]), sizes)
+    # As ``lexical_search.score`` computes a posting's BM25, element by element.
+    ratio = lens / avg if avg > 0 else np.ones_like(lens)
+    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
+    contrib = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
+    # Each term's postings: its blocks' slices (grouped by block, not by posting: a common
+    # term has tens of thousands of postings in a few hundred blocks).
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    by_term: dict[int, list[int]] = {}
+    for i, term in enumerate(block_terms.tolist()):
+        by_term.setdefault(term, []).append(i)
+    for key, blocks in by_term.items():
+        if blocks == list(range(blocks[0], blocks[-1] + 1)):  # adjacent: one slice
+            part = slice(int(starts[blocks[0]]), int(ends[blocks[-1]]))
+            found[key] = Term(chunks[part], contrib[part], idf_of[key])
+        else:
+            idx = np.concatenate([np.arange(starts[b], ends[b]) for b in blocks])
+            found[key] = Term(chunks[idx], contrib[idx], idf_of[key])
+    return epoch, generation, found
+
+
+class PostingsCache:
+    """A project's terms by key (see the module docstring)."""
+
+    def __init__(self, max_postings: int) -> None:
+        self._max = max_postings
+        self._state: State | None = None
+        self._terms: collections.OrderedDict[int, Term | None] = collections.OrderedDict()
+        self._size = 0
+
+    @property
+    def state(self) -> State | None:
+        return self._state
+
+    def clear(self) -> None:
+        self._state = None
+        self._terms.clear()
+        self._size = 0
+
+    def held(self, token: Token, keys: Iterable[int]) -> dict[int, Term | None]:
+        """The terms of ``keys`` held for ``token`` (none for another token: what is held
+        may still serve once a read finds the same generation, see ``add``)."""
+        if self._state is None or self._state.token != token:
+            return {}
+        terms = self._terms
+        out: dict[int, Term | None] = {}
+        for key in keys:
+            if key in terms:
+                terms.move_to_end(key)
+                out[key] = terms[key]
+        return out
+
+    def add(self, state: State, terms: Mapping[int, Term | None]) -> None:
+        """Hold ``terms``, read at ``state``. What is held of another generation goes; what
+        is held of the same one stays, now under ``state``'s token (the read found nothing
+        written since)."""
+        was = self._state
+        if was is None or (was.epoch, was.generation) != (state.epoch, state.generation):
+            self.clear()
+        self._state = state
+        for key, term in terms.items():
+            if key in self._terms:
+                continue
+            size = term.size if term is not None else 0
+            if size > self._max:
+                continue
+            self._terms[key] = term
+            self._size += size
+        while (self._size > self._max or len(self._terms) > MAX_TERMS) and self._terms:
+            _, dropped = self._terms.popitem(last=False)
+            self._size -= dropped.size if dropped is not None else 0
+
+
+def combined(
+    terms: Mapping[int, Term | None],
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float] | None:
+    """The chunks holding any of ``terms``, with their summed BM25 (terms in key order), and
+    the query's BM25 bound; None when no term has postings."""
+    present = [(key, t) for key, t in sorted(terms.items()) if t is not None]
+    if not present:
+        return None
+    all_seqs = np.concatenate([t.seqs for _, t in present])
+    all_contrib = np.concatenate([t.contrib for _, t in present])
+    seqs, inverse = np.unique(all_seqs, return_inverse=True)
+    raw = np.bincount(inverse, weights=all_contrib, minlength=len(seqs))
+    return seqs, raw, lexical.upper_bound(t.idf for _, t in present)
