@@ -58,10 +58,6 @@ class FusionConfig(BaseModel):
         return max(limit, min(self.max_candidates, wanted))
 
 
-def _key(chunk: Chunk) -> tuple[str, int]:
-    return (chunk.file_path, chunk.start_line)
-
-
 def _minmax(scores: dict[str, float], min_spread: float = 0.0) -> dict[str, float]:
     """Scores rescaled to [0, 1]; a list whose scores are all equal gets 1 everywhere. The
     scores are divided by at least ``min_spread`` (the best then scores ``spread /
@@ -116,5 +112,9 @@ def fuse(
             cid: (ws * sem.get(cid, sem_floor) + wl * lex.get(cid, lex_floor)) / total_w
             for cid in chunks
         }
-    ordered = sorted(chunks, key=lambda cid: (-fused[cid], *_key(chunks[cid])))
-    return [ScoredChunk.of(chunks[cid], min(1.0, max(0.0, fused[cid]))) for cid in ordered]
+    # Sorted on plain tuples: best first, then path and line; the position keeps a stable
+    # sort's order for the rest and never lets a chunk be compared.
+    ordered = sorted(
+        (-fused[cid], c.file_path, c.start_line, i, c) for i, (cid, c) in enumerate(chunks.items())
+    )
+    return [ScoredChunk(c, min(1.0, max(0.0, -neg))) for neg, _, _, _, c in ordered]

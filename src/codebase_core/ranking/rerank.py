@@ -73,10 +73,6 @@ _TRIVIAL_WORD_CHARS = 16
 _FileKey = tuple[str, str]
 
 
-def _key(c: Chunk) -> _FileKey:
-    return (c.repository_id, c.file_path)
-
-
 # A search's candidates are mostly the chunks of the last searches (the same text objects,
 # whose hashes Python keeps): their verdicts are remembered, a few thousand texts at most.
 @functools.lru_cache(maxsize=8_192)
@@ -216,11 +212,12 @@ def rerank(
         in_order = sorted(
             (c.repository_id, c.file_path, c.start_line, c.id, c) for c in chunks.values()
         )
-        for *_, c in in_order:
-            k = _key(c)
-            file_sum[k] += base[c.id]
-            if k not in best or base[c.id] > base[best[k]]:
-                best[k] = c.id
+        for repo, path, _, cid, _ in in_order:
+            k = (repo, path)
+            score = base[cid]
+            file_sum[k] += score
+            if k not in best or score > base[best[k]]:
+                best[k] = cid
         most = max(file_sum.values())
         if most > 0:
             for k, cid in best.items():
@@ -250,9 +247,10 @@ def rerank(
     if config.priors and config.older_versions and factors[FileRole.COMPAT] < 1.0:
         older = paths.superseded(files, {t.lower() for t in profile.tokens})
     compat = factors[FileRole.COMPAT]
-    factor = {
-        cid: (_prior(c, factors, trivial) if config.priors else 1.0) for cid, c in chunks.items()
-    }
+    if config.priors:
+        factor = {cid: _prior(c, factors, trivial) for cid, c in chunks.items()}
+    else:
+        factor = dict.fromkeys(chunks, 1.0)
     raw = {
         cid: base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0) for cid, c in chunks.items()
     }
@@ -271,8 +269,13 @@ def rerank(
         for cid, c in chunks.items():
             if c.file_path in named:
                 raw[cid] += add
+    # (A factor of 1.0 is exact: left out for the files that are no old version.)
     scored = [
-        (raw[cid] * factor[cid] * (compat if c.file_path in older else 1.0) / bound, c)
+        (
+            (raw[cid] * factor[cid] * compat if c.file_path in older else raw[cid] * factor[cid])
+            / bound,
+            c,
+        )
         for cid, c in chunks.items()
     ]
     return [
