@@ -47,6 +47,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from adapters.filesystem._content import inside, read_regular, reason, resolve_root
+from adapters.filesystem._mounts import is_local
 from adapters.filesystem._rules import Patterns
 from adapters.filesystem._scan import Scan
 from codebase_core import defaults
@@ -55,6 +56,9 @@ from codebase_core.models import ScanResult
 
 # How far before an indexing run's start ``changed`` still reads a file's times as "touched".
 MTIME_SLACK_S = 3.0
+# At most this many files (two stats each, microseconds on a local disk) are checked on the
+# event loop; more go to a thread.
+INLINE_STATS = 64
 
 
 class LocalSourceTree:
@@ -82,6 +86,9 @@ class LocalSourceTree:
         self._max_file_bytes = max_file_bytes
         self._allow_secrets = allow_secrets
         self._extra = extra if extra else None
+        # Whether each root seen is on a local file system (``_mounts``), for the process's
+        # life: a mount that appears over an indexed repository later is not seen.
+        self._local: dict[str, bool] = {}
 
     async def scan(self, root: str) -> ScanResult:
         """Every indexable file below ``root``, hashed, sorted by path (see the module doc)."""
@@ -112,7 +119,13 @@ class LocalSourceTree:
         return out
 
     async def touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
-        """Files of ``paths`` gone or modified after ``since``; see ``SourceTree.touched``."""
+        """Files of ``paths`` gone or modified after ``since``; see ``SourceTree.touched``.
+        A few files on a local file system are stat'ed on the event loop (``_mounts``)."""
+        local = self._local.get(root)
+        if local is None:
+            local = self._local[root] = await asyncio.to_thread(is_local, root)
+        if local and len(paths) <= INLINE_STATS:
+            return self._touched(root, paths, since)
         return await asyncio.to_thread(self._touched, root, paths, since)
 
     async def changed(

@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import math
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import cast
 
@@ -42,6 +43,9 @@ _WEIGHTS = np.array([0.0, *(1.0 + math.log(tf) for tf in range(1, 4096))])
 # Texts embedded together: enough to amortise numpy's per-call costs, few enough for the
 # arrays to stay in cache.
 _SLICE = 512
+# A query of at most this many terms is embedded in plain Python (``_scalar``): for a few
+# features numpy's per-call costs were most of a search's embedding time.
+_SCALAR_TERMS = 64
 
 
 def _codes(features: list[bytes], dimension: int) -> _Ints:
@@ -87,6 +91,9 @@ class HashingEmbedder:
         return Embeddings(vectors=self._vectors(texts))
 
     async def embed_query(self, text: str) -> list[float]:
+        terms = lexical.analysed(text)
+        if len(terms) <= _SCALAR_TERMS:
+            return _scalar(terms, self._dimension)
         return [float(x) for x in self._vectors([text])[0]]
 
     def _vectors(self, texts: Sequence[str]) -> list[Sequence[float]]:
@@ -184,6 +191,26 @@ class HashingEmbedder:
     def _forget(self) -> None:
         self._term_ids, self._terms, self._term_codes = {}, [], _NONE
         self._bigrams = _BigramCodes()
+
+
+def _scalar(terms: Sequence[str], dimension: int) -> list[float]:
+    """The vector of one text's ``terms``, as the module docstring defines it, in plain
+    Python: features by first occurrence (terms, then bigrams), the squared norm summed slot
+    by slot from the first, as the batched computation does, so both give the same bits."""
+    features = Counter(terms)
+    features.update(f"{a} {b}" for a, b in itertools.pairwise(terms))
+    vec = [0.0] * dimension
+    blake2b = hashlib.blake2b
+    for feature, tf in features.items():
+        digest = blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        slot = int.from_bytes(digest[:4], "little") % dimension
+        weight = 1.0 + math.log(tf)
+        vec[slot] += weight if digest[4] & 1 else -weight
+    squares = 0.0
+    for v in vec:
+        squares += v * v
+    norm = math.sqrt(squares)
+    return [v / norm for v in vec] if norm > 0 else vec
 
 
 def _first_occurrences(keys: _Ints) -> tuple[_Ints, _Ints]:
