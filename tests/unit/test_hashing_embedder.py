@@ -29,7 +29,12 @@ def reference(text: str, dimension: int) -> list[float]:
         digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
         bucket = int.from_bytes(digest[:4], "little") % dimension
         vec[bucket] += (1.0 if digest[4] & 1 else -1.0) * (1.0 + math.log(tf))
-    norm = math.sqrt(sum(v * v for v in vec))
+    # Summed one slot after another (Python 3.12's sum() compensates, and may differ in the
+    # last bit from the definition's plain running sum).
+    squares = 0.0
+    for v in vec:
+        squares += v * v
+    norm = math.sqrt(squares)
     return [v / norm for v in vec] if norm > 0 else vec
 
 
