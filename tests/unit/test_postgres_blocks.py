@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from adapters.postgres.chunk_store.lexical_search import _elements
+from adapters.postgres.chunk_store.blocks import elements
 
 INT8_OID, INT4_OID = 20, 23
 
@@ -23,10 +23,10 @@ def test_blocks_are_read_back_in_order() -> None:
     blocks = [[5, 9, 2**40], [7], [1, 2]]
     data = b"".join(_array(b, INT8_OID, 8) for b in blocks)
     sizes = np.array([len(b) for b in blocks])
-    assert _elements(data, sizes, ">i8").tolist() == [v for b in blocks for v in b]
+    assert elements(data, sizes, ">i8").tolist() == [v for b in blocks for v in b]
     tfs = [[3, 1, 4], [1], [5, 9]]
     data4 = b"".join(_array(b, INT4_OID, 4) for b in tfs)
-    assert _elements(data4, sizes, ">i4").tolist() == [v for b in tfs for v in b]
+    assert elements(data4, sizes, ">i4").tolist() == [v for b in tfs for v in b]
 
 
 @pytest.mark.parametrize(
@@ -40,4 +40,4 @@ def test_sizes_that_do_not_match_the_headers_are_refused(sizes: list[int]) -> No
     blocks = [[5, 9, 11], [7], [1, 2]]
     data = b"".join(_array(b, INT8_OID, 8) for b in blocks)
     with pytest.raises(ValueError, match="postings arrays"):
-        _elements(data, np.array(sizes), ">i8")
+        elements(data, np.array(sizes), ">i8")

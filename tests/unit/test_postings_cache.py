@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.postgres.chunk_store import postings_cache
-from adapters.postgres.chunk_store.lexical_search import _elements, score
+from adapters.postgres.chunk_store.lexical_search import score
 from adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
     State,
@@ -68,7 +68,7 @@ def test_terms_summed_score_as_the_blocks_do(
 ) -> None:
     row = _row(blocks, seed)
     keys = [11, 22, 33, 44, 55]
-    read = terms_of(row, keys, _elements)
+    read = terms_of(row, keys)
     assert read is not None
     epoch, generation, terms = read
     assert (epoch, generation) == (77, 3)

@@ -23,6 +23,7 @@ import asyncpg
 import numpy as np
 
 from adapters.postgres.changes import Token
+from adapters.postgres.chunk_store.blocks import decoded
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from adapters.postgres.chunk_store.postings_cache import (
@@ -42,9 +43,6 @@ TIE_TOLERANCE = 2e-9
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
-# A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
-# element type, length, lower bound), then each element as a 4-byte length and its value.
-_ARRAY_HEADER = 20
 NO_FILTERS = SearchFilters()
 NO_SQL_FILTER = SqlFilter(NO_FILTERS, 2)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
@@ -152,8 +150,8 @@ async def _read_terms(
         row = await db.conn.fetchrow(blocks_sql(db.s, NO_SQL_FILTER), keys)
     many = row is not None and row["postings"] is not None
     if many and int(row["postings"]) > THREAD_POSTINGS:
-        return await asyncio.to_thread(terms_of, row, keys, _elements)
-    return terms_of(row, keys, _elements)
+        return await asyncio.to_thread(terms_of, row, keys)
+    return terms_of(row, keys)
 
 
 def blocks_sql(s: str, flt: SqlFilter) -> str:
@@ -214,48 +212,14 @@ def blocks_sql(s: str, flt: SqlFilter) -> str:
 def score(row: asyncpg.Record | None) -> Scored | None:
     """The chunks of a ``blocks_sql`` row with their raw BM25 (as ``lexical.term_score`` sums
     it), or None when no block matched."""
-    if row is None or row["terms"] is None:
+    found = decoded(row)
+    if found is None:
         return None
-    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
-    avg = total_len / n_docs if n_docs > 0 else 0.0
-    idf_of = {
-        int(t): lexical.idf(n_docs, int(df))
-        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
-    }
-    sizes = np.asarray(row["sizes"], dtype=np.int64)
-    chunks = _elements(row["chunks"], sizes, ">i8")
-    tfs = _elements(row["tfs"], sizes, ">i4").astype(np.float64)
-    lens = _elements(row["doc_lens"], sizes, ">i4").astype(np.float64)
-    idfs = np.repeat(np.array([idf_of[int(t)] for t in row["terms"]]), sizes)
-    ratio = lens / avg if avg > 0 else np.ones_like(lens)
-    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
-    per_posting = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
-    seqs, inverse = np.unique(chunks, return_inverse=True)
-    raw = np.bincount(inverse, weights=per_posting, minlength=len(seqs))
+    seqs, inverse = np.unique(found.chunks, return_inverse=True)
+    raw = np.bincount(inverse, weights=found.contrib, minlength=len(seqs))
     return Scored(
-        seqs=seqs, raw=raw, bound=lexical.upper_bound(idf_of.values()), epoch=int(row["epoch"])
+        seqs=seqs, raw=raw, bound=lexical.upper_bound(found.idf_of.values()), epoch=found.epoch
     )
-
-
-def _elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
-    """The elements of one-dimensional arrays of ``sizes`` elements of ``kind`` (a big-endian
-    numpy type), concatenated in PostgreSQL's binary format, as int64."""
-    item = np.dtype([("len", ">i4"), ("value", kind)])
-    expected = int(len(sizes) * _ARRAY_HEADER + sizes.sum() * item.itemsize)
-    if len(data) != expected:
-        raise ValueError(f"postings arrays: {len(data)} bytes where {expected} were expected")
-    raw = np.frombuffer(data, dtype=np.uint8)
-    starts = np.zeros(len(sizes), dtype=np.int64)
-    np.cumsum(_ARRAY_HEADER + sizes[:-1] * item.itemsize, out=starts[1:])
-    at_head = starts[:, None] + np.arange(_ARRAY_HEADER)
-    # Each header says one dimension of its block's size (a total that matched by chance
-    # would strip the headers at the wrong places).
-    head = raw[at_head].view(">i4")
-    if not (np.all(head[:, 0] == 1) and np.array_equal(head[:, 3], sizes)):
-        raise ValueError("postings arrays: a block's header does not match its size")
-    keep = np.ones(len(raw), dtype=bool)
-    keep[at_head.ravel()] = False
-    return raw[keep].view(item)["value"].astype(np.int64)
 
 
 async def _top(

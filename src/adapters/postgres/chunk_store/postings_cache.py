@@ -26,6 +26,7 @@ import asyncpg
 import numpy as np
 
 from adapters.postgres.changes import Token
+from adapters.postgres.chunk_store.blocks import decoded
 from codebase_core import lexical
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
@@ -56,43 +57,26 @@ class State:
 
 
 def terms_of(
-    row: asyncpg.Record | None,
-    keys: Sequence[int],
-    elements: Any,
+    row: asyncpg.Record | None, keys: Sequence[int]
 ) -> tuple[int, int, dict[int, Term | None]] | None:
     """The (epoch, generation, terms) of a ``blocks_sql`` row read without filters for the
     term ``keys``: each key's postings with their contributions, None for a key without
-    postings; None when the row holds no project statistics. ``elements`` decodes an array
-    column (``lexical_search._elements``)."""
+    postings; None when the row holds no project statistics."""
     if row is None or row["n_docs"] is None:
         return None
     epoch, generation = int(row["epoch"]), int(row["generation"])
     found: dict[int, Term | None] = dict.fromkeys(keys)
-    if row["terms"] is None:
+    postings = decoded(row)
+    if postings is None:
         return epoch, generation, found
-    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
-    avg = total_len / n_docs if n_docs > 0 else 0.0
-    idf_of = {
-        int(t): lexical.idf(n_docs, int(df))
-        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
-    }
-    sizes = np.asarray(row["sizes"], dtype=np.int64)
-    chunks = elements(row["chunks"], sizes, ">i8")
-    tfs = elements(row["tfs"], sizes, ">i4").astype(np.float64)
-    lens = elements(row["doc_lens"], sizes, ">i4").astype(np.float64)
-    block_terms = np.asarray([int(t) for t in row["terms"]], dtype=np.int64)
-    idfs = np.repeat(np.array([idf_of[int(t)] for t in block_terms]), sizes)
-    # As ``lexical_search.score`` computes a posting's BM25, element by element.
-    ratio = lens / avg if avg > 0 else np.ones_like(lens)
-    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
-    contrib = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
     # Each term's postings: its blocks' slices (grouped by block, not by posting: a common
     # term has tens of thousands of postings in a few hundred blocks).
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
+    ends = np.cumsum(postings.sizes)
+    starts = ends - postings.sizes
     by_term: dict[int, list[int]] = {}
-    for i, term in enumerate(block_terms.tolist()):
+    for i, term in enumerate(postings.terms.tolist()):
         by_term.setdefault(term, []).append(i)
+    chunks, contrib, idf_of = postings.chunks, postings.contrib, postings.idf_of
     for key, blocks in by_term.items():
         if blocks == list(range(blocks[0], blocks[-1] + 1)):  # adjacent: one slice
             part = slice(int(starts[blocks[0]]), int(ends[blocks[-1]]))
