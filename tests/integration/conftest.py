@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.local import local_extra_installed
-from adapters.postgres import PgDatabase
+from adapters.postgres import PgDatabase, changes
 from tests.conftest import drop_projects, new_project_id
 
 
@@ -41,3 +41,17 @@ async def db(pg_url: str, tmp_path: Path, project: str) -> AsyncIterator[PgDatab
     database = PgDatabase(pg_url, data_dir=tmp_path)
     yield database
     await database.close()
+
+
+@pytest.fixture
+async def other(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
+    """A second database client on the same server: another process's view."""
+    database = PgDatabase(pg_url, data_dir=tmp_path / "other")
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def no_trust_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens good for an hour: what changes them in these tests is a write seen."""
+    monkeypatch.setattr(changes, "TRUST_S", 3600.0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,84 +18,12 @@ from adapters.postgres import PgChunkStore, PgDatabase, changes
 from adapters.postgres.changes import ChangeFeed
 from adapters.postgres.schema import CHANGES_CHANNEL
 from tests.factories import file_batch, repo
-from tests.integration.pg_helpers import NO_FILTER
+from tests.integration.pg_helpers import NO_FILTER, listening, statements, until
 
 DIM = 16
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-
-@pytest.fixture
-async def other(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
-    """A second database client on the same server: another process's view."""
-    database = PgDatabase(pg_url, data_dir=tmp_path / "other")
-    yield database
-    await database.close()
-
-
-@pytest.fixture(autouse=True)
-def _no_trust_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tokens good for an hour: what changes them in these tests is a write seen."""
-    monkeypatch.setattr(changes, "TRUST_S", 3600.0)
-
-
-def _statements(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements run on ``db``'s pooled connections from now on."""
-    seen: list[str] = []
-    original = db.connection
-
-    def connection(*args: Any, **kwargs: Any) -> Any:
-        cm = original(*args, **kwargs)
-
-        class Recorded:
-            async def __aenter__(self) -> Any:
-                conn = await cm.__aenter__()
-                return _Spy(conn, seen)
-
-            async def __aexit__(self, *exc: object) -> Any:
-                return await cm.__aexit__(*exc)
-
-        return Recorded()
-
-    monkeypatch.setattr(db, "connection", connection)
-    return seen
-
-
-class _Spy:
-    """A connection whose statements are recorded."""
-
-    def __init__(self, conn: Any, seen: list[str]) -> None:
-        self._conn = conn
-        self._seen = seen
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._conn, name)
-        if name in {"fetch", "fetchrow", "fetchval", "execute"}:
-
-            async def recorded(query: str, *args: Any, **kwargs: Any) -> Any:
-                self._seen.append(" ".join(query.split())[:60])
-                return await attr(query, *args, **kwargs)
-
-            return recorded
-        return attr
-
-
-async def _until(check: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    for _ in range(int(timeout_s / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
-
-
-async def _listening(store: PgChunkStore) -> Any:
-    """The store's token, once its database listens for changes."""
-    ws = await store.workspace()
-    feed = store._db.changes
-    feed.token(ws.schema)
-    await _until(lambda: feed.listening, "listening")
-    token = feed.token(ws.schema)
-    assert token is not None
-    return token
+pytestmark = pytest.mark.usefixtures("no_trust_window")
 
 
 async def _load(store: PgChunkStore, n_files: int, seed: int = 7) -> None:
@@ -121,9 +48,9 @@ async def test_the_repository_list_is_kept_until_a_write_is_seen(
 ) -> None:
     store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
     await store.save_repository(repo("r1"))
-    await _listening(store)
+    await listening(store)
     assert [r.id for r in await store.list_repositories()] == ["r1"]
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     assert [r.id for r in await store.list_repositories()] == ["r1"]
     assert (await store.get_repository("r1")).id == "r1"
     assert seen == []  # both answered from the list kept
@@ -160,15 +87,15 @@ async def test_a_write_by_another_process_voids_the_copy_of_the_vectors(
 ) -> None:
     store = PgChunkStore(db, project)
     await _load(store, 20)
-    await _listening(store)
+    await listening(store)
     query = np.random.default_rng(3).normal(size=DIM).tolist()
     for _ in range(2):
         await store.vector_search(query, NO_FILTER, 5)
     copy = store._vectors.copy
     assert copy is not None
-    await _until(lambda: copy.held is not None, "a copy read")
+    await until(lambda: copy.held is not None, "a copy read")
     await store.vector_search(query, NO_FILTER, 5)  # checked once against the database
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     hits, total = await store.vector_search(query, NO_FILTER, 5)
     assert total == 60 and len(hits) == 5 and seen == []  # answered in the process
     # A real other process writes a file holding the query's own direction.
@@ -194,7 +121,7 @@ async def test_a_write_by_another_process_voids_the_copy_of_the_vectors(
     )
     writer = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
     assert await asyncio.wait_for(writer.wait(), 120) == 0
-    await _until(lambda: db.changes.token(ws.schema) != token, "the write's notification")
+    await until(lambda: db.changes.token(ws.schema) != token, "the write's notification")
     hits, total = await store.vector_search(query, NO_FILTER, 5)
     assert total == 61 and hits[0].chunk.file_path == "pkg/new.py"
     assert hits[0].score == pytest.approx(1.0, abs=1e-6)
@@ -206,7 +133,7 @@ async def test_without_a_listening_connection_everything_is_checked(
 ) -> None:
     store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
     await store.save_repository(repo("r1"))
-    first = await _listening(store)
+    first = await listening(store)
     await store.list_repositories()
     # The listening connection is killed (as a server restart or a network cut would).
     listener = db.changes._conn
@@ -214,16 +141,16 @@ async def test_without_a_listening_connection_everything_is_checked(
     async with other.connection() as conn:
         assert await conn.fetchval("SELECT pg_terminate_backend($1)", listener.get_server_pid())
     ws = await store.workspace()
-    await _until(lambda: not db.changes.listening, "the loss noticed")
+    await until(lambda: not db.changes.listening, "the loss noticed")
     assert db.changes.token(ws.schema) is None
     # Meanwhile another process writes: nothing may come from what was kept.
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     await theirs.save_repository(repo("r2", "/repos/r2", "r2"))
     assert [r.id for r in await store.list_repositories()] == ["r1", "r2"]
     assert seen  # read from the database
     # Listening again (the next asking for a token starts it), with tokens that match none
     # taken before the loss.
-    await _until(lambda: db.changes.token(ws.schema) is not None, "listening again", 15.0)
+    await until(lambda: db.changes.token(ws.schema) is not None, "listening again", 15.0)
     again = db.changes.token(ws.schema)
     assert again is not None and again != first
 
@@ -234,10 +161,10 @@ async def test_tokens_expire_with_the_trust_window(
     store = PgChunkStore(db, project)
     await store.save_repository(repo("r1"))
     monkeypatch.setattr(changes, "TRUST_S", 0.05)
-    await _listening(store)
+    await listening(store)
     await store.list_repositories()
     await asyncio.sleep(0.12)
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     await store.list_repositories()
     assert seen  # the window passed: read again
 
@@ -248,9 +175,9 @@ async def test_dropping_a_project_is_seen_by_other_processes(
     store = PgChunkStore(db, project)
     await store.save_repository(repo("r1"))
     ws = await store.workspace()
-    token = await _listening(store)
+    token = await listening(store)
     await other.drop_workspace(project)
-    await _until(lambda: db.changes.token(ws.schema) != token, "the drop's notification")
+    await until(lambda: db.changes.token(ws.schema) != token, "the drop's notification")
 
 
 async def test_a_feed_that_cannot_connect_gives_no_token_and_retries() -> None:
@@ -263,11 +190,11 @@ async def test_a_feed_that_cannot_connect_gives_no_token_and_retries() -> None:
 
     feed = ChangeFeed(refused)
     assert feed.token("s") is None
-    await _until(lambda: attempts == 1, "a first attempt")
+    await until(lambda: attempts == 1, "a first attempt")
     assert feed.token("s") is None and attempts == 1  # not again before RETRY_S
     feed._next_try = 0.0
     assert feed.token("s") is None
-    await _until(lambda: attempts == 2, "a second attempt")
+    await until(lambda: attempts == 2, "a second attempt")
     await feed.close()
     feed._next_try = 0.0
     assert feed.token("s") is None

@@ -5,34 +5,28 @@ seen (or a read finds another generation)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.memory import InMemoryChunkStore
-from adapters.postgres import PgChunkStore, PgDatabase, changes
+from adapters.postgres import PgChunkStore, PgDatabase
 from adapters.postgres.chunk_store import lexical_search
 from codebase_core import lexical
 from codebase_core.models import ScoredChunk
 from tests.factories import file_batch, repo
-from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
-from tests.integration.test_postgres_changes import _listening, _statements
+from tests.integration.pg_helpers import (
+    NO_FILTER,
+    core_sources,
+    indexing_service,
+    listening,
+    statements,
+)
 
 QUERIES = ("parse task status", "BM25 upper bound", "cancellation token", "Repository")
 
 
-@pytest.fixture
-async def other(pg_url: str, tmp_path: Path) -> AsyncIterator[PgDatabase]:
-    database = PgDatabase(pg_url, data_dir=tmp_path / "other")
-    yield database
-    await database.close()
-
-
-@pytest.fixture(autouse=True)
-def _no_trust_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(changes, "TRUST_S", 3600.0)
+pytestmark = pytest.mark.usefixtures("no_trust_window")
 
 
 def _blocks(seen: list[str]) -> list[str]:
@@ -54,7 +48,7 @@ async def test_held_postings_rank_as_the_reference_does(
     pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
     await indexing_service(pg, files).index("/repo")
     await indexing_service(mem, files).index("/repo")
-    await _listening(pg)
+    await listening(pg)
     for _rounds in range(2):  # the terms read, then held
         for q in QUERIES:
             terms = lexical.query_terms(q)
@@ -64,7 +58,7 @@ async def test_held_postings_rank_as_the_reference_does(
             assert [x[:2] for x in _top(a)] == [x[:2] for x in _top(b)]
             assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
     assert pg._postings.state is not None
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     for q in QUERIES:
         await pg.lexical_search(lexical.query_terms(q), NO_FILTER, 10)
     assert seen == []  # every term held, every chosen chunk held
@@ -84,7 +78,7 @@ async def test_a_write_seen_replaces_what_was_held(
     await store.replace_files(
         "r1", [file_batch("r1", "a.py", ["def alpha():\n    return 'gamma'"])]
     )
-    await _listening(store)
+    await listening(store)
     hits, total = await store.lexical_search(["gamma"], NO_FILTER, 10)
     assert total == 1 and hits[0].chunk.file_path == "a.py"
     # This process's write: the next search reads the terms again.
@@ -114,13 +108,13 @@ async def test_a_new_token_keeps_the_terms_of_an_unchanged_generation(
         "r1",
         [file_batch("r1", "a.py", ["def alpha():\n    return 'gamma delta'"])],
     )
-    await _listening(store)
+    await listening(store)
     await store.lexical_search(["gamma", "delta"], NO_FILTER, 10)
     held = store._postings.state
     assert held is not None
     ws = await store.workspace()
     db.changes.bump(ws.schema)  # a token moved on (as the trust window does) with no write
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     await store.lexical_search(["gamma"], NO_FILTER, 10)
     assert len(_blocks(seen)) == 1  # read once, found the same generation
     state = store._postings.state
@@ -139,7 +133,7 @@ async def test_terms_of_two_generations_are_never_summed(
     store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
     await store.save_repository(repo("r1"))
     await store.replace_files("r1", [file_batch("r1", "a.py", ["def alpha():\n    return 1"])])
-    await _listening(store)
+    await listening(store)
     await store.lexical_search(["alpha"], NO_FILTER, 10)
     # The other process's notices are not taken (its write stays unseen).
     feed = db.changes
@@ -147,7 +141,7 @@ async def test_terms_of_two_generations_are_never_summed(
     await theirs.replace_files(
         "r1", [file_batch("r1", "b.py", ["def alpha_beta():\n    alpha = 2\n    beta = alpha"])]
     )
-    seen = _statements(db, monkeypatch)
+    seen = statements(db, monkeypatch)
     hits, total = await store.lexical_search(["alpha", "beta"], NO_FILTER, 10)
     assert len(_blocks(seen)) == 2  # the new term, then both at the new generation
     assert total == 2 and hits[0].chunk.file_path == "b.py"
