@@ -8,6 +8,9 @@ from typing import Any
 from adapters.postgres.chunk_store.session import ProjectSession
 from codebase_core.models import SearchFilters
 
+# No filter: the searches the process's copies (vectors, postings) can answer.
+NO_FILTERS = SearchFilters()
+
 
 class SqlFilter:
     """SQL conditions (on alias ``c``) for ``SearchFilters``, with bound parameters numbered

@@ -7,7 +7,9 @@ Summing in SQL hashed every matching chunk through an aggregate, most of a searc
 large index when a question's common words hold tens of thousands of postings; here the count
 of matches comes with the scores. The top chunks come from the process's cache of chunks
 (``chunk_cache``), a second statement reading those it does not hold. Ties at the limit fall
-to path and line, as in every store.
+to path and line, as in every store. Without filters, the terms' postings and their BM25
+contributions come from the process's ``postings_cache`` (only the terms it does not hold
+are read), so a search whose terms and top chunks are held sends no statement.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import numpy as np
@@ -25,7 +27,7 @@ import numpy as np
 from adapters.postgres.changes import Token
 from adapters.postgres.chunk_store.blocks import decoded
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
+from adapters.postgres.chunk_store.filters import NO_FILTERS, SqlFilter, narrowed
 from adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
     State,
@@ -43,7 +45,6 @@ TIE_TOLERANCE = 2e-9
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
-NO_FILTERS = SearchFilters()
 NO_SQL_FILTER = SqlFilter(NO_FILTERS, 2)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
@@ -61,6 +62,7 @@ class Scored:
 
 
 Session = Callable[[], AbstractAsyncContextManager[ProjectSession]]
+T = TypeVar("T")
 
 
 async def search(
@@ -94,11 +96,7 @@ async def search(
         async with snapshot:
             flt = SqlFilter(await narrowed(db, filters), 2)
             row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
-            many = row is not None and row["postings"] is not None
-            if many and int(row["postings"]) > THREAD_POSTINGS:
-                scored = await asyncio.to_thread(score, row)
-            else:
-                scored = score(row)
+            scored = await _decoding(score, row)
             if scored is None:
                 return [], 0
             top = await _top(session, db, scored, limit, cache.at(scored.epoch))
@@ -148,10 +146,15 @@ async def _read_terms(
     generation, in one statement (``postings_cache.terms_of``)."""
     async with session() as db:
         row = await db.conn.fetchrow(blocks_sql(db.s, NO_SQL_FILTER), keys)
-    many = row is not None and row["postings"] is not None
-    if many and int(row["postings"]) > THREAD_POSTINGS:
-        return await asyncio.to_thread(terms_of, row, keys)
-    return terms_of(row, keys)
+    return await _decoding(terms_of, row, keys)
+
+
+async def _decoding(work: Callable[..., T], row: asyncpg.Record | None, *args: Any) -> T:
+    """``work(row, *args)``: in a worker thread when the row holds more than
+    ``THREAD_POSTINGS`` postings, else here."""
+    if row is not None and row["postings"] is not None and row["postings"] > THREAD_POSTINGS:
+        return await asyncio.to_thread(work, row, *args)
+    return work(row, *args)
 
 
 def blocks_sql(s: str, flt: SqlFilter) -> str:

@@ -16,14 +16,13 @@ import numpy as np
 
 from adapters.postgres.ann import AnnConfig
 from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.filters import SqlFilter, narrowed
+from adapters.postgres.chunk_store.filters import NO_FILTERS, SqlFilter, narrowed
 from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from adapters.postgres.chunk_store.session import ProjectSession
 from adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_core.model_rule import HeldVectors, check_one_model
 from codebase_core.models import ScoredChunk, SearchFilters
 
-NO_FILTERS = SearchFilters()
 # Filters whose matches a store remembers (see VectorSearch.matches).
 MATCHES_CACHED = 32
 
