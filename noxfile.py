@@ -20,8 +20,10 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff lint and format check."""
     session.install("-e", ".[dev]")
-    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py", "hatch_build.py")
+    session.run(
+        "ruff", "format", "--check", "src", "tests", "bench", "noxfile.py", "hatch_build.py"
+    )
 
 
 @nox.session(python="3.11")

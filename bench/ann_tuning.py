@@ -24,10 +24,10 @@ import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from adapters.hashing import HashingEmbedder
-from adapters.postgres.embedded import start_embedded, stop_embedded
 from bench.retrieval import emit
 from bench.search_latency import cosqa_queries
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.postgres.embedded import start_embedded, stop_embedded
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

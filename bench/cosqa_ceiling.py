@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from adapters.onnx import OnnxEmbedder
 from bench.cosqa_eval import DEFAULT_DATA, _normalise
 from bench.retrieval import emit
-from codebase_core import lexical
+from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+from codebase_mcp_search.core import lexical
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")

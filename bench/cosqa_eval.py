@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "bench" / "cosqa"

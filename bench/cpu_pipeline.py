@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adapters.hashing import HashingEmbedder
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
 from bench.index_throughput import generate
 from bench.retrieval import emit
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 
 
 def _read(root: Path) -> list[tuple[str, str]]:

@@ -38,8 +38,8 @@ DEFAULT_SOURCES = [str(STDLIB / d) for d in ("json", "email", "logging", "http",
 
 async def _child(args: argparse.Namespace) -> dict[str, Any]:
     """One run in this (fresh) process: load, index, raw encode."""
-    from entrypoints.container import running_container
-    from entrypoints.settings import Settings
+    from codebase_mcp_search.entrypoints.container import running_container
+    from codebase_mcp_search.entrypoints.settings import Settings
 
     settings = Settings(
         store="postgres",
@@ -114,7 +114,7 @@ def _derive_int8(data_dir: Path) -> float:
     """The first use of the default model: derive and cache its int8 graph."""
     code = (
         "import asyncio, sys\n"
-        "from adapters.onnx import OnnxEmbedder\n"
+        "from codebase_mcp_search.adapters.onnx import OnnxEmbedder\n"
         "asyncio.run(OnnxEmbedder(cache_dir=__import__('pathlib').Path(sys.argv[1])).open())\n"
     )
     t0 = time.perf_counter()

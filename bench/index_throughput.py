@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings, cli_index_workers
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings, cli_index_workers
 
 WORDS = [
     "user",
@@ -196,7 +196,7 @@ def _settle() -> None:
 
 
 def _stop_embedded(data_dir: Path) -> None:
-    from adapters.postgres.embedded import stop_embedded
+    from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
     if (data_dir / "postgres").exists():
         stop_embedded(data_dir / "postgres")

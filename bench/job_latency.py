@@ -34,13 +34,13 @@ from typing import Any
 
 from fastmcp import Client
 
-from adapters.postgres.embedded import start_embedded, stop_embedded
 from bench.mcp_latency import _ms, _timed
 from bench.retrieval import emit
-from codebase_core.models import Job, JobOutcome, JobStatus, new_job_id, utcnow
-from entrypoints.facade import open_workspaces
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.adapters.postgres.embedded import start_embedded, stop_embedded
+from codebase_mcp_search.core.models import Job, JobOutcome, JobStatus, new_job_id, utcnow
+from codebase_mcp_search.entrypoints.facade import open_workspaces
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 
 CLI = str(Path(sys.executable).with_name("codebase-mcp"))
 

@@ -36,9 +36,9 @@ import tiktoken
 from fastmcp import Client
 
 from bench.retrieval import emit
-from entrypoints.facade import open_workspaces
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.facade import open_workspaces
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 
 QUERIES = Path(__file__).with_name("own_eval_queries.json")
 
@@ -228,7 +228,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         lat = await latency(settings, args.tasks, args.calls)
         tok = await tokens(settings, args.embedder)
     finally:
-        from adapters.postgres.embedded import stop_embedded
+        from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
         stop_embedded(data_dir / "postgres")
         shutil.rmtree(data_dir, ignore_errors=True)

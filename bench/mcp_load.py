@@ -43,11 +43,11 @@ from typing import Any
 import aiohttp
 import httpx
 
-from adapters.postgres.embedded import start_embedded, stop_embedded
 from bench.job_latency import bench_env, free_port
 from bench.load_profile import Profiler
 from bench.mcp_latency import _ms
 from bench.retrieval import emit
+from codebase_mcp_search.adapters.postgres.embedded import start_embedded, stop_embedded
 
 CLI = str(Path(sys.executable).with_name("codebase-mcp"))
 QUERIES = Path(__file__).with_name("own_eval_queries.json")

@@ -17,8 +17,8 @@ from typing import Any
 
 from fastmcp import Client
 
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 QUERY = "drop search hits that overlap lines of a better hit in the same file"
@@ -65,7 +65,7 @@ async def session(embedder: str) -> str:
             await call("list_tasks", {"status": "in-progress"})
             await call("list_tasks", {"limit": 500})
     finally:
-        from adapters.postgres.embedded import stop_embedded
+        from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
         if (scratch / "data" / "postgres").exists():
             stop_embedded(scratch / "data" / "postgres")

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 
 QUERIES = Path(__file__).resolve().parent / "own_eval_queries.json"
 

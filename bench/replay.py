@@ -27,11 +27,17 @@ from typing import Any
 
 from bench import repo_search
 from bench.retrieval import metrics, rank_of, ranking_variants
-from codebase_core.models import Chunk, Repository, ScoredChunk, SearchFilters, SearchQuery
-from codebase_core.ranking import RankingConfig
-from codebase_core.services import SearchService
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.models import (
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    SearchQuery,
+)
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.core.services import SearchService
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 
 DEPTH = 200
 

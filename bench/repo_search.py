@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from bench.retrieval import Variant, emit, ranking_variants
-from codebase_core.models import Chunk, SearchHit, SearchMode, SearchQuery
-from entrypoints.facade import Codebase, open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.models import Chunk, SearchHit, SearchMode, SearchQuery
+from codebase_mcp_search.entrypoints.facade import Codebase, open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench" / "repo-search"
@@ -50,7 +50,7 @@ PUBLISHED = {
     "CodeRankEmbed hybrid": 0.807,
 }
 
-# Ablations: each switches one ranking component off (see codebase_core.ranking).
+# Ablations: each switches one ranking component off (see core.ranking).
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no ranking stack": {"enabled": False},
     "no query-type weights": {"query_type_weights": False},

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from codebase_core.models import SearchQuery, SearchResult
-from codebase_core.ranking import RankingConfig
-from entrypoints.facade import Codebase
+from codebase_mcp_search.core.models import SearchQuery, SearchResult
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.entrypoints.facade import Codebase
 
 SLACK_LINES = 20
 

@@ -31,13 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.hashing import HashingEmbedder
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
-from codebase_core.models import Embeddings, SearchQuery
-from codebase_core.ranking import RankingConfig
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings, cli_index_workers
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.core.models import Embeddings, SearchQuery
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings, cli_index_workers
 
 
 class _Precomputed:
@@ -171,7 +171,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             "n": len(samples),
                         }
             out["index_status"] = result.status.value
-        from adapters.postgres.embedded import stop_embedded
+        from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
         stop_embedded(tmp / "data" / "postgres")
     return out

@@ -32,17 +32,17 @@ from bench.cosqa_eval import DEFAULT_DATA, write_corpus
 from bench.own_eval import QUERIES as OWN_QUERIES
 from bench.replay import RecordingStore
 from bench.retrieval import emit, metrics, rank_of
-from codebase_core.fusion import FusionConfig
-from codebase_core.models import (
+from codebase_mcp_search.core.fusion import FusionConfig
+from codebase_mcp_search.core.models import (
     Chunk,
     Embeddings,
     SearchMode,
     SearchQuery,
 )
-from codebase_core.ports import ChunkStore, Embedder
-from codebase_core.services import SearchService
-from entrypoints.container import running_container
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.ports import ChunkStore, Embedder
+from codebase_mcp_search.core.services import SearchService
+from codebase_mcp_search.entrypoints.container import running_container
+from codebase_mcp_search.entrypoints.settings import Settings
 
 MAX_DEPTH = 100
 

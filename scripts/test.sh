@@ -15,8 +15,8 @@ fi
 "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
 "$venv/bin/python" -m pip install --quiet -e "$here[dev,local]"
 echo "== ruff"
-"$venv/bin/ruff" check src tests bench noxfile.py
-"$venv/bin/ruff" format --check src tests bench noxfile.py
+"$venv/bin/ruff" check src tests bench noxfile.py hatch_build.py
+"$venv/bin/ruff" format --check src tests bench noxfile.py hatch_build.py
 echo "== mypy (strict, src)"
 "$venv/bin/mypy"
 echo "== pytest"

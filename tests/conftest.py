@@ -52,13 +52,13 @@ def pg_url() -> Iterator[str]:
         with PostgresContainer("pgvector/pgvector:pg16", driver=None) as pg:  # pragma: no cover
             yield pg.get_connection_url()
         return  # pragma: no cover
-    from adapters.postgres.embedded import _start
+    from codebase_mcp_search.adapters.postgres.embedded import _start
 
     tmp = Path(tempfile.mkdtemp(prefix="cb-test-pg-"))
     try:
         yield _start(tmp / "pgdata")
     finally:
-        from adapters.postgres.embedded import stop_embedded
+        from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
         stop_embedded(tmp / "pgdata")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -84,7 +84,7 @@ def new_project_id() -> str:
 
 async def drop_projects_async(url: str, project_ids: list[str]) -> None:
     """Remove test workspaces (so an external DATABASE_URL is left as found)."""
-    from adapters.postgres import PgDatabase
+    from codebase_mcp_search.adapters.postgres import PgDatabase
 
     db = PgDatabase(url, data_dir=Path(tempfile.gettempdir()))
     try:

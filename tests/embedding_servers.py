@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
 
 OLLAMA_MODEL = "nomic-embed-text:latest"
 OPENAI_MODEL = "text-embedding-3-small"

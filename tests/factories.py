@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codebase_core.languages import language_for_path
-from codebase_core.models import (
+from codebase_mcp_search.core.languages import language_for_path
+from codebase_mcp_search.core.models import (
     Chunk,
     IndexResult,
     IndexStatus,

@@ -1,7 +1,7 @@
 """The CPU step of indexing: files read from disk become chunks ready to store.
 
 ``chunk_files`` is pure work over strings (tree-sitter parsing and token counting, both
-holding the GIL). Where it runs is a ``ChunkingPool``'s choice (see ``codebase_core.ports``):
+holding the GIL). Where it runs is a ``ChunkingPool``'s choice (see ``core.ports``):
 ``ThreadChunkingPool`` here, the default, runs it in one thread off the event loop; an adapter
 may run it in worker processes.
 """
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codebase_core.models import Chunk, ScanEntry, SourceFile, chunk_id_for, sha256_hex
+from codebase_mcp_search.core.models import Chunk, ScanEntry, SourceFile, chunk_id_for, sha256_hex
 
 if TYPE_CHECKING:  # the ports name PreparedFile: import them only to type-check
-    from codebase_core.ports import Chunker, TokenCounter
+    from codebase_mcp_search.core.ports import Chunker, TokenCounter
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ def index_workers() -> int:
     return min(os.cpu_count() or 1, MAX_INDEX_WORKERS)
 
 
-# --- Hybrid search (codebase_core.fusion.FusionConfig) ------------------------------------
+# --- Hybrid search (core.fusion.FusionConfig) ------------------------------------
 
 # Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py; figures in the
 # README).
@@ -120,7 +120,7 @@ ONNX_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 ONNX_QUANTIZE: Final = True
 HASH_DIMENSION: Final = 384
 
-# --- Ranking (codebase_core.ranking.RankingConfig) ----------------------------------------
+# --- Ranking (core.ranking.RankingConfig) ----------------------------------------
 
 # Measured on the repository benchmark's development half, CoSQA dev and the own eval
 # (bench/repo_search.py, bench/cosqa_eval.py, bench/own_eval.py; README, Search quality).

@@ -24,15 +24,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codebase_core import defaults
-from codebase_core.models import Chunk, ScoredChunk
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.models import Chunk, ScoredChunk
 
 FusionMethod = Literal["rrf", "linear"]
 FusionNormalisation = Literal["none", "minmax"]
 
 
 class FusionConfig(BaseModel):
-    """How hybrid search combines its two lists. The defaults (``codebase_core.defaults``)
+    """How hybrid search combines its two lists. The defaults (``core.defaults``)
     were tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (``bench/tune_fusion.py``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codebase_core.errors import ModelMismatch
+from codebase_mcp_search.core.errors import ModelMismatch
 
 
 @dataclass(frozen=True, slots=True)

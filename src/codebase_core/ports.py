@@ -11,9 +11,9 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from codebase_core.chunking import PreparedFile
-from codebase_core.errors import FileUnreadable
-from codebase_core.models import (
+from codebase_mcp_search.core.chunking import PreparedFile
+from codebase_mcp_search.core.errors import FileUnreadable
+from codebase_mcp_search.core.models import (
     Chunk,
     ChunkDraft,
     Embeddings,
@@ -60,7 +60,7 @@ class ChunkStore(Protocol):
     - ``vector_search`` ranks chunks that have vectors by cosine similarity (score in [-1, 1]),
       descending, ties by (file_path, start_line); it returns the top ``limit`` passing
       ``filters`` and the count of all chunks with vectors that pass them.
-    - ``lexical_search`` ranks by BM25 (``codebase_core.lexical``: same analyser, k1 and b;
+    - ``lexical_search`` ranks by BM25 (``core.lexical``: same analyser, k1 and b;
       document statistics over every chunk in the store) the chunks containing at least one
       of ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the
       count of all chunks passing the filters that contain a term.
@@ -384,7 +384,7 @@ class ChunkingPool(Protocol):
     - ``start`` returns at once a ``ChunkingRun`` chunking with copies of ``chunker`` and
       ``tokens`` (which must then be picklable) in up to ``workers`` workers; it begins
       starting them now, so that their start-up overlaps the caller reading the first files.
-    - The default, ``codebase_core.chunking.ThreadChunkingPool``, chunks in one thread.
+    - The default, ``core.chunking.ThreadChunkingPool``, chunks in one thread.
     """
 
     def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ChunkingRun:
@@ -396,7 +396,7 @@ class ChunkingPool(Protocol):
 class ChunkingRun(Protocol):
     """The workers of one indexing run (see ``ChunkingPool``).
 
-    Contract: ``chunk`` returns exactly what ``codebase_core.chunking.chunk_files`` returns for
+    Contract: ``chunk`` returns exactly what ``core.chunking.chunk_files`` returns for
     the same arguments and the run's chunker and token counter, in order; several calls may be
     in flight at once (up to one per worker run in parallel); a worker lost on the way (killed,
     out of memory) does not fail it (the batch is chunked in the caller's process instead).

@@ -13,14 +13,18 @@ from typing import Any
 import httpx
 from dependency_injector import containers, providers
 
-from adapters.filesystem import LocalSourceTree
-from adapters.hashing import HashingEmbedder
-from adapters.local import LocalEmbedder, local_extra_installed
-from adapters.memory import InMemoryChunkStore, InMemoryJobQueue, InMemoryTaskRepo
-from adapters.ollama import OllamaEmbedder
-from adapters.onnx import OnnxEmbedder
-from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import (
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
+from codebase_mcp_search.adapters.memory import (
+    InMemoryChunkStore,
+    InMemoryJobQueue,
+    InMemoryTaskRepo,
+)
+from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+from codebase_mcp_search.adapters.postgres import (
     AnnConfig,
     PgChunkStore,
     PgDatabase,
@@ -28,17 +32,22 @@ from adapters.postgres import (
     PgTaskRepo,
     schema_name,
 )
-from adapters.remote_embedding import HttpEmbeddingOptions, redact_url
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from adapters.workers import ProcessChunkingPool
-from codebase_core.errors import EmbedderUnavailable
-from codebase_core.fusion import FusionConfig
-from codebase_core.models import check_project_id
-from codebase_core.ports import ChunkStore, Embedder, TaskRepo
-from codebase_core.ranking import RankingConfig
-from codebase_core.services import IndexingService, JobService, SearchService, TaskService
-from entrypoints.settings import Settings
+from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions, redact_url
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.fusion import FusionConfig
+from codebase_mcp_search.core.models import check_project_id
+from codebase_mcp_search.core.ports import ChunkStore, Embedder, TaskRepo
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.core.services import (
+    IndexingService,
+    JobService,
+    SearchService,
+    TaskService,
+)
+from codebase_mcp_search.entrypoints.settings import Settings
 
 
 async def postgres_database(

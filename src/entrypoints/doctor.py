@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codebase_core.errors import CoreError
-from entrypoints.container import EmbedderChoice, running_container
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.errors import CoreError
+from codebase_mcp_search.entrypoints.container import EmbedderChoice, running_container
+from codebase_mcp_search.entrypoints.settings import Settings
 
 
 async def diagnose(settings: Settings) -> dict[str, Any]:

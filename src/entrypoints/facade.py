@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from codebase_core.errors import CoreError, ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import CoreError, ValidationFailed
+from codebase_mcp_search.core.models import (
     DEFAULT_SEARCH_LIMIT,
     IndexResult,
     Job,
@@ -29,10 +29,10 @@ from codebase_core.models import (
     SearchResult,
     check_project_id,
 )
-from codebase_core.models.base import check_uuid, no_nul
-from codebase_core.models.projects import same_but_case
-from codebase_core.ports import ChunkStore
-from codebase_core.services import (
+from codebase_mcp_search.core.models.base import check_uuid, no_nul
+from codebase_mcp_search.core.models.projects import same_but_case
+from codebase_mcp_search.core.ports import ChunkStore
+from codebase_mcp_search.core.services import (
     CancellationToken,
     IndexingService,
     JobService,
@@ -41,8 +41,13 @@ from codebase_core.services import (
     SearchService,
     TaskService,
 )
-from entrypoints.container import Container, EmbedderChoice, ProjectStores, running_container
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.container import (
+    Container,
+    EmbedderChoice,
+    ProjectStores,
+    running_container,
+)
+from codebase_mcp_search.entrypoints.settings import Settings
 
 T = TypeVar("T")
 

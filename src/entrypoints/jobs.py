@@ -13,18 +13,18 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from codebase_core import defaults
-from codebase_core.errors import DuplicateJob, JobFailed
-from codebase_core.models import IndexResult, Job, JobStatus
-from codebase_core.services import (
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import DuplicateJob, JobFailed
+from codebase_mcp_search.core.models import IndexResult, Job, JobStatus
+from codebase_mcp_search.core.services import (
     CancellationToken,
     JobProgressTracker,
     JobRunner,
     JobWorker,
     WorkerConfig,
 )
-from entrypoints.facade import Codebase, Workspaces
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.facade import Codebase, Workspaces
+from codebase_mcp_search.entrypoints.settings import Settings
 
 log = logging.getLogger("codebase_mcp")
 

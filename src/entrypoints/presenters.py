@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from codebase_core.models import IndexResult, Job, JobStatus, Repository, SearchResult
+from codebase_mcp_search.core.models import IndexResult, Job, JobStatus, Repository, SearchResult
 
 # Skipped files listed in a detailed index result: a repository with a large ignored tree
 # would otherwise cost a client's context for little use (the counts by reason stay whole).

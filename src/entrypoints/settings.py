@@ -10,8 +10,8 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from codebase_core import defaults
-from codebase_core.fusion import FusionMethod, FusionNormalisation
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.fusion import FusionMethod, FusionNormalisation
 
 MIN_TOKEN_CHARS = 16
 # Where ``codebase-mcp serve --transport http|sse`` listens unless told otherwise.
@@ -26,7 +26,7 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Every knob, with its environment variable (see the README's configuration table).
 
-    Defaults come from ``codebase_core.defaults``, as do those of the constructors the
+    Defaults come from ``core.defaults``, as do those of the constructors the
     container calls with these values, so a library user building an adapter by hand gets
     what the product runs with.
     """
@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     fusion_semantic_weight: float = Field(default=defaults.FUSION_SEMANTIC_WEIGHT, ge=0.0)
     fusion_lexical_weight: float = Field(default=defaults.FUSION_LEXICAL_WEIGHT, ge=0.0)
     fusion_rrf_k: int = Field(default=defaults.FUSION_RRF_K, ge=1)
-    # The ranking stack (codebase_core.ranking: definitions first, paths, priors against tests
+    # The ranking stack (core.ranking: definitions first, paths, priors against tests
     # and docs, one chunk per file before a decay); false: results in retrieval order.
     ranking: bool = True
     # Background indexing jobs: how many one worker runs at once, whether the MCP server runs

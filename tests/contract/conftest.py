@@ -16,15 +16,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.local import LocalEmbedder, local_extra_installed
-from adapters.memory import InMemoryChunkStore, InMemoryJobQueue, InMemoryTaskRepo
-from adapters.ollama import OllamaEmbedder
-from adapters.onnx import OnnxEmbedder
-from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import PgChunkStore, PgDatabase, PgJobQueue, PgTaskRepo
-from adapters.postgres.schema import GLOBAL_SCHEMA
-from codebase_core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
+from codebase_mcp_search.adapters.memory import (
+    InMemoryChunkStore,
+    InMemoryJobQueue,
+    InMemoryTaskRepo,
+)
+from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, PgJobQueue, PgTaskRepo
+from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SCHEMA
+from codebase_mcp_search.core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
 from tests.conftest import new_project_id
 from tests.embedding_servers import OPENAI_MODEL, embedding_server
 

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from codebase_core import lexical
-from codebase_core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
-from codebase_core.models import CONTEXT_LINES, SearchFilters, split_lines
-from codebase_core.ports import ChunkStore
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import ModelMismatch, RepositoryBusy, RepositoryNotFound
+from codebase_mcp_search.core.models import CONTEXT_LINES, SearchFilters, split_lines
+from codebase_mcp_search.core.ports import ChunkStore
 from tests.factories import FileBatch, file_batch, repo, symbol_of
 
 NO_FILTER = SearchFilters()

@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from adapters.workers import ProcessChunkingPool
-from codebase_core.chunking import ThreadChunkingPool, chunk_files
-from codebase_core.models import ScanEntry, sha256_hex
-from codebase_core.ports import ChunkingPool, ChunkingRun
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+from codebase_mcp_search.core.chunking import ThreadChunkingPool, chunk_files
+from codebase_mcp_search.core.models import ScanEntry, sha256_hex
+from codebase_mcp_search.core.ports import ChunkingPool, ChunkingRun
 
 TOKENS = TiktokenCounter()
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)

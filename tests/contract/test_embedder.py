@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from codebase_core.ports import Embedder
+from codebase_mcp_search.core.ports import Embedder
 
 
 def _cos(a: list[float], b: list[float]) -> float:

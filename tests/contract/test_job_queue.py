@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from codebase_core.errors import DuplicateJob, InvalidStatus, JobLeaseLost, JobNotFound
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import DuplicateJob, InvalidStatus, JobLeaseLost, JobNotFound
+from codebase_mcp_search.core.models import (
     Job,
     JobOutcome,
     JobProgress,
@@ -16,7 +16,7 @@ from codebase_core.models import (
     new_job_id,
     utcnow,
 )
-from codebase_core.ports import JobQueue
+from codebase_mcp_search.core.ports import JobQueue
 from tests.factories import index_result
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -11,11 +11,11 @@ from typing import Protocol
 
 import pytest
 
-from adapters.filesystem import LocalSourceTree
-from adapters.memory import InMemorySourceTree
-from codebase_core.errors import FileUnreadable
-from codebase_core.models import utcnow
-from codebase_core.ports import SourceTree
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.adapters.memory import InMemorySourceTree
+from codebase_mcp_search.core.errors import FileUnreadable
+from codebase_mcp_search.core.models import utcnow
+from codebase_mcp_search.core.ports import SourceTree
 
 
 class Files(Protocol):

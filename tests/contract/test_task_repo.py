@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from codebase_core.errors import TaskNotFound
-from codebase_core.models import Task, TaskStatus
-from codebase_core.ports import TaskRepo
+from codebase_mcp_search.core.errors import TaskNotFound
+from codebase_mcp_search.core.models import Task, TaskStatus
+from codebase_mcp_search.core.ports import TaskRepo
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.local import local_extra_installed
-from adapters.postgres import PgDatabase, changes
+from codebase_mcp_search.adapters.local import local_extra_installed
+from codebase_mcp_search.adapters.postgres import PgDatabase, changes
 from tests.conftest import drop_projects, new_project_id
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemorySourceTree
-from adapters.postgres import PgChunkStore, PgDatabase
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core.models import SearchFilters
-from codebase_core.ports import ChunkStore
-from codebase_core.services import IndexingService
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemorySourceTree
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core.models import SearchFilters
+from codebase_mcp_search.core.ports import ChunkStore
+from codebase_mcp_search.core.services import IndexingService
 
 NO_FILTER = SearchFilters()
 
@@ -43,7 +43,7 @@ def indexing_service(
 
 
 def core_sources() -> dict[str, str]:
-    """A real corpus: the sources of ``codebase_core``, by path."""
+    """A real corpus: the sources of ``core``, by path."""
     src = Path(__file__).resolve().parents[2] / "src" / "codebase_core"
     return {p.relative_to(src).as_posix(): p.read_text() for p in src.rglob("*.py")}
 

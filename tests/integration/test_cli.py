@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.cli.main import main
 
 SAMPLE = {
     "src/auth/passwords.py": '''import hashlib
@@ -123,9 +123,9 @@ def test_console_script_end_to_end(repo: Path) -> None:
 def test_cli_chunks_in_worker_processes_unless_told_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from codebase_core import defaults
-    from entrypoints.cli.main import _settings
-    from entrypoints.settings import Settings
+    from codebase_mcp_search.core import defaults
+    from codebase_mcp_search.entrypoints.cli.main import _settings
+    from codebase_mcp_search.entrypoints.settings import Settings
 
     monkeypatch.delenv("CODEBASE_MCP_INDEX_WORKERS", raising=False)
     assert Settings().index_workers == defaults.index_workers() >= 1  # a library process too

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from entrypoints.cli.main import main
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.factories import write_sample_repo
 
 

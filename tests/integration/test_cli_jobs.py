@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.cli.main import main
 from tests.factories import write_sample_repo
 from tests.integration.test_cli_manage import fails, run_json
 from tests.integration.test_job_workers import CLI, _start_worker, _until_ready

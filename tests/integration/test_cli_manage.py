@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.cli.main import main
 from tests.conftest import drop_projects, new_project_id
 from tests.factories import write_sample_repo
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from codebase_core.errors import EmbedderUnavailable
-from entrypoints.cli.errors import error_line
-from entrypoints.cli.main import main
-from entrypoints.cli.progress import HEARTBEAT_S, IndexProgress
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.entrypoints.cli.errors import error_line
+from codebase_mcp_search.entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.cli.progress import HEARTBEAT_S, IndexProgress
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_a_lexical_search_loads_no_model(
     capsys.readouterr()
     probe = (
         "import sys\n"
-        "from entrypoints.cli.main import main\n"
+        "from codebase_mcp_search.entrypoints.cli.main import main\n"
         "code = main(['search', 'retry with backoff', '--mode', 'lexical', '--json'])\n"
         "heavy = ('torch', 'sentence_transformers', 'onnxruntime', 'tokenizers')\n"
         "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from codebase_core.errors import EmbedderUnavailable
-from entrypoints import container as container_module
-from entrypoints.cli.main import main
-from entrypoints.container import choose_embedder
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.entrypoints import container as container_module
+from codebase_mcp_search.entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.container import choose_embedder
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import embedding_server, unused_port
 
 

@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.ollama import OllamaEmbedder
-from adapters.openai import OpenAICompatibleEmbedder
-from adapters.remote_embedding import HttpEmbeddingOptions
-from codebase_core.errors import EmbedderUnavailable
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions
+from codebase_mcp_search.core.errors import EmbedderUnavailable
 from tests.embedding_servers import (
     OLLAMA_MODEL,
     OPENAI_MODEL,

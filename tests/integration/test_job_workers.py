@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from codebase_core.models import JobStatus
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.models import JobStatus
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import OLLAMA_MODEL, embedding_server
 from tests.integration.test_mcp_jobs import write_repo
 

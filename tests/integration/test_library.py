@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from codebase_core.errors import RepositoryNotFound, ValidationFailed
-from codebase_core.models import SearchMode, TaskStatus
-from entrypoints.facade import open_codebase, open_workspaces
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.errors import RepositoryNotFound, ValidationFailed
+from codebase_mcp_search.core.models import SearchMode, TaskStatus
+from codebase_mcp_search.entrypoints.facade import open_codebase, open_workspaces
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.factories import write_sample_repo
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 # multiprocessing would refuse to start processes from a bootstrapping child).
 UNGUARDED_SCRIPT = """
 import asyncio, multiprocessing.process, sys
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 
 with open(sys.argv[2], "a") as runs:
     runs.write("run\\n")

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.local import LocalEmbedder
-from codebase_core.models import SearchMode
-from entrypoints.container import choose_embedder
-from entrypoints.facade import open_codebase
-from entrypoints.settings import Settings
+from codebase_mcp_search.adapters.local import LocalEmbedder
+from codebase_mcp_search.core.models import SearchMode
+from codebase_mcp_search.entrypoints.container import choose_embedder
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import unused_port
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

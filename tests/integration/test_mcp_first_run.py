@@ -9,8 +9,8 @@ from typing import Any
 
 from fastmcp import Client
 
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.factories import write_sample_repo
 from tests.integration.test_mcp_server import call, error_of
 

@@ -15,9 +15,9 @@ from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codebase_core.models import PROJECT_ID_RE
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.models import PROJECT_ID_RE
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 
 T = TypeVar("T")
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from codebase_core.models import new_job_id
-from entrypoints.facade import open_codebase
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.models import new_job_id
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import OLLAMA_MODEL, EmbeddingServer, embedding_server
 from tests.factories import write_sample_repo
 from tests.integration.test_mcp_server import call, error_of

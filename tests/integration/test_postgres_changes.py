@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.postgres import PgChunkStore, PgDatabase, changes
-from adapters.postgres.changes import ChangeFeed
-from adapters.postgres.schema import CHANGES_CHANNEL
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, changes
+from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
+from codebase_mcp_search.adapters.postgres.schema import CHANGES_CHANNEL
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, listening, statements, until
 
 DIM = 16
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.usefixtures("no_trust_window")
 
@@ -105,8 +105,8 @@ async def test_a_write_by_another_process_voids_the_copy_of_the_vectors(
         f"""
         import asyncio, sys
         from pathlib import Path
-        sys.path[:0] = [{str(SRC)!r}, {str(SRC.parent)!r}]
-        from adapters.postgres import PgChunkStore, PgDatabase
+        sys.path.insert(0, {str(ROOT)!r})  # for tests.factories
+        from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
         from tests.factories import file_batch
 
         async def main():

@@ -12,8 +12,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo
-from codebase_core.errors import (
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo
+from codebase_mcp_search.core.errors import (
     RepositoryBusy,
 )
 from tests.conftest import drop_projects, drop_projects_async, new_project_id
@@ -40,8 +40,8 @@ def test_concurrent_startup_across_processes(pg_url: str, tmp_path: Path) -> Non
         f"""
         import asyncio, sys
         from pathlib import Path
-        from adapters.postgres import PgDatabase, PgTaskRepo
-        from codebase_core.models import Task, utcnow
+        from codebase_mcp_search.adapters.postgres import PgDatabase, PgTaskRepo
+        from codebase_mcp_search.core.models import Task, utcnow
 
         async def main() -> None:
             db = PgDatabase({pg_url!r}, data_dir=Path({str(tmp_path)!r}))
@@ -159,7 +159,7 @@ async def _hold(store: PgChunkStore, repo_id: str) -> None:
 
 
 async def test_service_waits_for_another_indexer(pg_url: str, tmp_path: Path) -> None:
-    from codebase_core.models import repository_id_for
+    from codebase_mcp_search.core.models import repository_id_for
 
     project = new_project_id()
     db1, db2 = PgDatabase(pg_url, data_dir=tmp_path), PgDatabase(pg_url, data_dir=tmp_path)

@@ -12,8 +12,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from adapters.postgres import embedded
-from adapters.postgres.embedded import shared_buffers_mb
+from codebase_mcp_search.adapters.postgres import embedded
+from codebase_mcp_search.adapters.postgres.embedded import shared_buffers_mb
 
 
 def test_embedded_server_persists_across_processes(tmp_path: Path) -> None:
@@ -27,7 +27,7 @@ def test_embedded_server_persists_across_processes(tmp_path: Path) -> None:
         if k not in ("DATABASE_URL", "CODEBASE_MCP_DATABASE_URL")
     }
     env["CODEBASE_MCP_DATA_DIR"] = str(tmp_path / "data")
-    cli = [sys.executable, "-m", "entrypoints.cli.main"]
+    cli = [sys.executable, "-m", "codebase_mcp_search.entrypoints.cli.main"]
     first = subprocess.run(
         [*cli, "index", str(repo_dir)],
         check=False,

@@ -9,9 +9,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from adapters.postgres import PgChunkStore, PgDatabase
-from adapters.postgres._errors import translate
-from codebase_core.errors import (
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres._errors import translate
+from codebase_mcp_search.core.errors import (
     StoreUnavailable,
 )
 from tests.factories import file_batch, repo

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from adapters.memory import InMemoryChunkStore
-from adapters.postgres import PgChunkStore, PgDatabase
-from adapters.postgres.chunk_store import lexical_search
-from adapters.postgres.chunk_store.filters import SqlFilter
-from adapters.postgres.chunk_store.lexical_search import blocks_sql
-from adapters.postgres.chunk_store.rows import term_key
-from codebase_core import lexical
-from codebase_core.models import SearchFilters
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import blocks_sql
+from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import SearchFilters
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from adapters.postgres import PgChunkStore, PgDatabase, schema_name
-from adapters.postgres.schema import GLOBAL_SQL, MIGRATIONS, SCHEMA_VERSION
-from codebase_core import lexical
-from codebase_core.errors import (
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, schema_name
+from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SQL, MIGRATIONS, SCHEMA_VERSION
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import (
     StoreUnavailable,
 )
-from codebase_core.models import SearchFilters
+from codebase_mcp_search.core.models import SearchFilters
 from tests.conftest import drop_projects_async, new_project_id
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 

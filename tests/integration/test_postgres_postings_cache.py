@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from adapters.memory import InMemoryChunkStore
-from adapters.postgres import PgChunkStore, PgDatabase
-from adapters.postgres.chunk_store import lexical_search
-from codebase_core import lexical
-from codebase_core.models import ScoredChunk
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import ScoredChunk
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import (
     NO_FILTER,

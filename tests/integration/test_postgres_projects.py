@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemorySourceTree
-from adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo, schema_name
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core import lexical
-from codebase_core.errors import (
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemorySourceTree
+from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, PgTaskRepo, schema_name
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import (
     ModelMismatch,
     ValidationFailed,
 )
-from codebase_core.models import Task, utcnow
-from codebase_core.services import IndexingService
+from codebase_mcp_search.core.models import Task, utcnow
+from codebase_mcp_search.core.services import IndexingService
 from tests.conftest import drop_projects_async, new_project_id
 from tests.integration.pg_helpers import FILES, NO_FILTER, indexing_service
 

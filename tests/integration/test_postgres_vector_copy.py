@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.vector_copy import Copy
-from codebase_core.models import ScoredChunk
+from codebase_mcp_search.adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import Copy
+from codebase_mcp_search.core.models import ScoredChunk
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER
 

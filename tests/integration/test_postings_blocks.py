@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.postgres import PgDatabase, postings
+from codebase_mcp_search.adapters.postgres import PgDatabase, postings
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 # (term, chunk, tf, doc_len, group): a group (file) holds a range of chunks, as a store writes.

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core.models import Embeddings
-from codebase_core.services import IndexingService
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core.models import Embeddings
+from codebase_mcp_search.core.services import IndexingService
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()

@@ -8,8 +8,13 @@ import socket
 import pytest
 import uvicorn
 
-from codebase_core.errors import ValidationFailed
-from entrypoints.mcp.balanced import BalancedGroup, balances, free_port, listening_socket
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.entrypoints.mcp.balanced import (
+    BalancedGroup,
+    balances,
+    free_port,
+    listening_socket,
+)
 
 pytestmark = pytest.mark.skipif(not balances(), reason="SO_REUSEPORT balancing is Linux's")
 

@@ -3,7 +3,7 @@ emptied for another schema epoch."""
 
 from __future__ import annotations
 
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from tests.factories import file_batch
 
 

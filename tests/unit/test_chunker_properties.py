@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
-from adapters.treesitter import chunker as chunker_module
-from adapters.treesitter._grammar import PREFIX_MARKS
-from codebase_core.models import ChunkDraft, split_lines
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
+from codebase_mcp_search.adapters.treesitter import chunker as chunker_module
+from codebase_mcp_search.adapters.treesitter._grammar import PREFIX_MARKS
+from codebase_mcp_search.core.models import ChunkDraft, split_lines
 
 COUNTER = TiktokenCounter()
 KINDS = {"function", "method", "class", "header", "module", "block", "text"}

@@ -1,5 +1,5 @@
 """One source of defaults: what the product runs with (``Settings``, wired by the container) is
-what a library user gets from each constructor's defaults (``codebase_core.defaults``)."""
+what a library user gets from each constructor's defaults (``core.defaults``)."""
 
 from __future__ import annotations
 
@@ -11,23 +11,23 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from adapters.filesystem import LocalSourceTree
-from adapters.hashing import HashingEmbedder
-from adapters.local import LocalEmbedder
-from adapters.ollama import OllamaEmbedder
-from adapters.onnx import OnnxEmbedder
-from adapters.openai import OpenAICompatibleEmbedder
-from adapters.postgres import AnnConfig, PgDatabase, PgJobQueue
-from adapters.remote_embedding import HttpEmbeddingOptions
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core import defaults
-from codebase_core.fusion import FusionConfig
-from codebase_core.ranking import RankingConfig
-from codebase_core.services import IndexingService, WorkerConfig
-from entrypoints import container as container_module
-from entrypoints.container import build_container
-from entrypoints.settings import Settings
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.local import LocalEmbedder
+from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+from codebase_mcp_search.adapters.postgres import AnnConfig, PgDatabase, PgJobQueue
+from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.fusion import FusionConfig
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.core.services import IndexingService, WorkerConfig
+from codebase_mcp_search.entrypoints import container as container_module
+from codebase_mcp_search.entrypoints.container import build_container
+from codebase_mcp_search.entrypoints.settings import Settings
 
 # Each setting and the constructor parameters it feeds.
 FED: dict[str, list[tuple[Any, str]]] = {

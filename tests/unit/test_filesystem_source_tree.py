@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.filesystem import LocalSourceTree
-from codebase_core.errors import FileUnreadable, ValidationFailed
-from codebase_core.models import ScanResult
-from codebase_core.ports import SourceTree
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
+from codebase_mcp_search.core.models import ScanResult
+from codebase_mcp_search.core.ports import SourceTree
 
 
 def write(root: Path, rel: str, content: str | bytes = "print('hi')\n") -> Path:

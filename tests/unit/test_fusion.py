@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codebase_core.fusion import FusionConfig, fuse
-from codebase_core.models import Chunk, ScoredChunk
+from codebase_mcp_search.core.fusion import FusionConfig, fuse
+from codebase_mcp_search.core.models import Chunk, ScoredChunk
 
 
 def _chunk(i: int) -> Chunk:

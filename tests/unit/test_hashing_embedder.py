@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.hashing import HashingEmbedder
-from adapters.hashing import embedder as embedder_module
-from codebase_core import lexical
-from codebase_core.errors import ValidationFailed
-from codebase_core.ports import Embedder
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.hashing import embedder as embedder_module
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.ports import Embedder
 
 
 def reference(text: str, dimension: int) -> list[float]:

@@ -11,16 +11,16 @@ from typing import NoReturn
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from adapters.workers import ProcessChunkingPool
-from adapters.workers import pool as workers_pool
-from adapters.workers.pool import ProcessChunkingRun
-from codebase_core import chunking
-from codebase_core.models import IndexResult, IndexStatus
-from codebase_core.ports import Chunker, TokenCounter
-from codebase_core.services import IndexingService
-from codebase_core.services.indexing import early
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+from codebase_mcp_search.adapters.workers import pool as workers_pool
+from codebase_mcp_search.adapters.workers.pool import ProcessChunkingRun
+from codebase_mcp_search.core import chunking
+from codebase_mcp_search.core.models import IndexResult, IndexStatus
+from codebase_mcp_search.core.ports import Chunker, TokenCounter
+from codebase_mcp_search.core.services import IndexingService
+from codebase_mcp_search.core.services.indexing import early
 from tests.unit.indexing_doubles import (
     CHUNKER,
     FILES,

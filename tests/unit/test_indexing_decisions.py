@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codebase_core.errors import ModelMismatch
-from codebase_core.models import FileError, IndexStatus, Repository, ScanEntry
-from codebase_core.services.indexing import decisions
+from codebase_mcp_search.core.errors import ModelMismatch
+from codebase_mcp_search.core.models import FileError, IndexStatus, Repository, ScanEntry
+from codebase_mcp_search.core.services.indexing import decisions
 
 _paths = st.sampled_from(["a.py", "b.py", "pkg/c.py", "README.md", "main.go", "pkg/d.py"])
 _hashes = st.sampled_from(["h1", "h2", "h3"])

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import Embeddings, repository_id_for
-from codebase_core.services import IndexingService
-from codebase_core.services.indexing import pipeline
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import Embeddings, repository_id_for
+from codebase_mcp_search.core.services import IndexingService
+from codebase_mcp_search.core.services.indexing import pipeline
 from tests.unit.indexing_doubles import (
     CHUNKER,
     ROOT,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.filesystem import LocalSourceTree
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from codebase_core.models import SkippedFile, SkipReason
-from codebase_core.services import IndexingService
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.core.models import SkippedFile, SkipReason
+from codebase_mcp_search.core.services import IndexingService
 from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS, CountingEmbedder, new_service
 
 

@@ -11,11 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from codebase_core.errors import Cancelled, EmbedderUnavailable, ModelMismatch, ValidationFailed
-from codebase_core.models import Embeddings, IndexStatus
-from codebase_core.services import CancellationToken, IndexingService
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.core.errors import (
+    Cancelled,
+    EmbedderUnavailable,
+    ModelMismatch,
+    ValidationFailed,
+)
+from codebase_mcp_search.core.models import Embeddings, IndexStatus
+from codebase_mcp_search.core.services import CancellationToken, IndexingService
 from tests.unit.indexing_doubles import (
     CHUNKER,
     FILES,

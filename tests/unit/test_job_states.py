@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codebase_core.errors import InvalidStatus, ValidationFailed
-from codebase_core.models import JobStatus, check_job_id, check_transition, steps_to
-from codebase_core.models.indexing import ProgressPhase
-from codebase_core.models.jobs import ALLOWED, TERMINAL, can_transition
-from codebase_core.services.indexing.progress import RunCounts
-from codebase_core.services.jobs.progress import JobProgressTracker, run_percentage
+from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed
+from codebase_mcp_search.core.models import JobStatus, check_job_id, check_transition, steps_to
+from codebase_mcp_search.core.models.indexing import ProgressPhase
+from codebase_mcp_search.core.models.jobs import ALLOWED, TERMINAL, can_transition
+from codebase_mcp_search.core.services.indexing.progress import RunCounts
+from codebase_mcp_search.core.services.jobs.progress import JobProgressTracker, run_percentage
 
 EXPECTED = {
     ("pending", "running"),

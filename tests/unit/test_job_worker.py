@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from adapters.memory import InMemoryJobQueue
-from codebase_core.errors import EmbedderUnavailable, StoreUnavailable, ValidationFailed
-from codebase_core.models import IndexResult, Job, JobStatus
-from codebase_core.services import (
+from codebase_mcp_search.adapters.memory import InMemoryJobQueue
+from codebase_mcp_search.core.errors import EmbedderUnavailable, StoreUnavailable, ValidationFailed
+from codebase_mcp_search.core.models import IndexResult, Job, JobStatus
+from codebase_mcp_search.core.services import (
     CancellationToken,
     JobProgressTracker,
     JobRunner,
@@ -305,7 +305,7 @@ def test_gone_from_this_machine() -> None:
     import subprocess
     import sys
 
-    from entrypoints.jobs import gone_from_this_machine, new_worker_id
+    from codebase_mcp_search.entrypoints.jobs import gone_from_this_machine, new_worker_id
 
     host = socket.gethostname()
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

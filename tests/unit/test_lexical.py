@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codebase_core import lexical
-from codebase_core.models import split_lines
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import split_lines
 
 
 @pytest.mark.parametrize(

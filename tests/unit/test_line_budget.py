@@ -7,8 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter._lines import LineBudget
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter._lines import LineBudget
 
 ROWS = st.lists(st.sampled_from(["", " ", "\t \x0c", "x", "  y = 1", "}", "end", "\u2028"]))
 ROW = st.integers(-3, 12)

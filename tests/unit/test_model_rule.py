@@ -1,12 +1,12 @@
-"""The one-model rule (``codebase_core.model_rule``): who may add vectors beside whom, and the
+"""The one-model rule (``core.model_rule``): who may add vectors beside whom, and the
 one message every refusal gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from codebase_core.errors import ModelMismatch
-from codebase_core.model_rule import HeldVectors, check_one_model
+from codebase_mcp_search.core.errors import ModelMismatch
+from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 
 HELD = HeldVectors(
     model="m1", dimension=64, repository="demo", repository_id="r1", path="/repos/demo"

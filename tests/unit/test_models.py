@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticValidationError
 
-from codebase_core.errors import InvalidStatus, ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed
+from codebase_mcp_search.core.models import (
     Chunk,
     SearchFilters,
     Task,

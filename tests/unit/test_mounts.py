@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from adapters.filesystem import LocalSourceTree, _mounts
-from adapters.filesystem._mounts import is_local, mount_types, type_at
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree, _mounts
+from codebase_mcp_search.adapters.filesystem._mounts import is_local, mount_types, type_at
 
 MOUNTINFO = """\
 22 27 0:21 / /proc rw,relatime - proc proc rw
@@ -61,7 +61,9 @@ def test_unknown_or_network_mounts_are_not_local(
 async def test_touched_files_are_the_same_whichever_way_they_are_statted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local: bool
 ) -> None:
-    monkeypatch.setattr("adapters.filesystem.source_tree.is_local", lambda root: local)
+    monkeypatch.setattr(
+        "codebase_mcp_search.adapters.filesystem.source_tree.is_local", lambda root: local
+    )
     threaded: list[Any] = []
     to_thread = asyncio.to_thread
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from adapters.onnx.quantise import quantise_weights
+from codebase_mcp_search.adapters.onnx.quantise import quantise_weights
 
 _MATRICES = hnp.arrays(
     np.float32,

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.postgres import postings
-from adapters.postgres.chunk_store.rows import (
+from codebase_mcp_search.adapters.postgres import postings
+from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
     FILE_COLUMNS,
     SELECT_CHUNK,
@@ -21,7 +21,7 @@ from adapters.postgres.chunk_store.rows import (
     chunk_of,
     term_key,
 )
-from codebase_core import lexical
+from codebase_mcp_search.core import lexical
 from tests.factories import FileBatch, file_batch
 
 WORDS = ["parse", "config", "token", "retry", "server", "cache", "alpha", "omega"]

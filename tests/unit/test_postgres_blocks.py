@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from adapters.postgres.chunk_store.blocks import elements
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import elements
 
 INT8_OID, INT4_OID = 20, 23
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.postgres.chunk_store import postings_cache
-from adapters.postgres.chunk_store.lexical_search import score
-from adapters.postgres.chunk_store.postings_cache import (
+from codebase_mcp_search.adapters.postgres.chunk_store import postings_cache
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import score
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
     State,
     Term,

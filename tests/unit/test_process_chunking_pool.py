@@ -7,10 +7,10 @@ import os
 import signal
 import sys
 
-from adapters.workers import ProcessChunkingPool
-from adapters.workers.pool import _process_pool
-from codebase_core.chunking import chunk_files
-from codebase_core.models import ScanEntry, sha256_hex
+from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+from codebase_mcp_search.adapters.workers.pool import _process_pool
+from codebase_mcp_search.core.chunking import chunk_files
+from codebase_mcp_search.core.models import ScanEntry, sha256_hex
 from tests.unit.indexing_doubles import CHUNKER, FILES, TOKENS
 
 

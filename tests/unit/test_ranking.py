@@ -1,4 +1,4 @@
-"""The ranking stack (codebase_core.ranking): query understanding, definitions, path roles,
+"""The ranking stack (core.ranking): query understanding, definitions, path roles,
 and properties of the re-ranking."""
 
 from __future__ import annotations
@@ -10,24 +10,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codebase_core.models import Chunk, ScoredChunk, last_name, symbol_names
-from codebase_core.ranking import QueryKind, QueryProfile, RankingConfig, analyse_query, rerank
-from codebase_core.ranking.definitions import defines
-from codebase_core.ranking.path_words import (
+from codebase_mcp_search.core.models import Chunk, ScoredChunk, last_name, symbol_names
+from codebase_mcp_search.core.ranking import (
+    QueryKind,
+    QueryProfile,
+    RankingConfig,
+    analyse_query,
+    rerank,
+)
+from codebase_mcp_search.core.ranking.definitions import defines
+from codebase_mcp_search.core.ranking.path_words import (
     named_after_query,
     path_share,
     path_word_weights,
     query_word_forms,
     stem_boost_share,
 )
-from codebase_core.ranking.paths import (
+from codebase_mcp_search.core.ranking.paths import (
     FileRole,
     file_role,
     normalise_name,
     stem_names,
     superseded,
 )
-from codebase_core.ranking.rerank import ceiling, diversify, referenced_files
+from codebase_mcp_search.core.ranking.rerank import ceiling, diversify, referenced_files
 
 
 def chunk(
@@ -326,7 +332,7 @@ def test_a_files_free_chunks_keep_their_scores_and_the_rest_decay() -> None:
     ],
 )
 def test_trivial_chunks(content: str, trivial: bool) -> None:
-    from codebase_core.ranking.rerank import is_trivial
+    from codebase_mcp_search.core.ranking.rerank import is_trivial
 
     assert is_trivial(content) is trivial
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codebase_core.models import ScoredChunk
-from codebase_core.ranking import RankingConfig, analyse_query, rerank
-from codebase_core.ranking.definitions import is_member_definition
+from codebase_mcp_search.core.models import ScoredChunk
+from codebase_mcp_search.core.ranking import RankingConfig, analyse_query, rerank
+from codebase_mcp_search.core.ranking.definitions import is_member_definition
 from tests.unit.test_ranking import chunk
 
 _TYPE = chunk("gin.go", "type Engine struct {\n    RouterGroup\n}", "Engine", line=90)

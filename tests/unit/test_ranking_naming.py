@@ -1,4 +1,4 @@
-"""Which query word a file is named after (codebase_core.ranking.naming) and what the stem
+"""Which query word a file is named after (core.ranking.naming) and what the stem
 boost then adds: by the word's position in the question, and through abbreviated names."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codebase_core.models import Chunk, ScoredChunk
-from codebase_core.ranking import RankingConfig, analyse_query, rerank
-from codebase_core.ranking.naming import abbreviates, position_share, word_positions
-from codebase_core.ranking.path_words import stem, stem_gains
+from codebase_mcp_search.core.models import Chunk, ScoredChunk
+from codebase_mcp_search.core.ranking import RankingConfig, analyse_query, rerank
+from codebase_mcp_search.core.ranking.naming import abbreviates, position_share, word_positions
+from codebase_mcp_search.core.ranking.path_words import stem, stem_gains
 
 DEFAULT = RankingConfig()
 BY_LENGTH = RankingConfig(stem_boost_position=0, stem_abbreviation=0)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.filesystem import LocalSourceTree
-from codebase_core.models import ScanResult, SkipReason
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.core.models import ScanResult, SkipReason
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
 

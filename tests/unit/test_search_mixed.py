@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core.errors import EmbedderUnavailable, ModelMismatch
-from codebase_core.models import SearchMode, SearchQuery
-from codebase_core.ports import Embedder
-from codebase_core.services import IndexingService, SearchService
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core.errors import EmbedderUnavailable, ModelMismatch
+from codebase_mcp_search.core.models import SearchMode, SearchQuery
+from codebase_mcp_search.core.ports import Embedder
+from codebase_mcp_search.core.services import IndexingService, SearchService
 
 TOKENS = TiktokenCounter()
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)

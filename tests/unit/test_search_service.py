@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from adapters.hashing import HashingEmbedder
-from adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import TreeSitterChunker
-from codebase_core.errors import (
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.core.errors import (
     EmbedderUnavailable,
     InvalidLimit,
     ModelMismatch,
@@ -21,9 +21,9 @@ from codebase_core.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from codebase_core.models import Chunk, SearchFilters, SearchMode, SearchQuery
-from codebase_core.ranking import RankingConfig
-from codebase_core.services import IndexingService, SearchService
+from codebase_mcp_search.core.models import Chunk, SearchFilters, SearchMode, SearchQuery
+from codebase_mcp_search.core.ranking import RankingConfig
+from codebase_mcp_search.core.services import IndexingService, SearchService
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()

@@ -8,10 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.memory import InMemoryTaskRepo
-from codebase_core.errors import InvalidLimit, InvalidStatus, TaskNotFound, ValidationFailed
-from codebase_core.models import TaskStatus
-from codebase_core.services import TaskService
+from codebase_mcp_search.adapters.memory import InMemoryTaskRepo
+from codebase_mcp_search.core.errors import (
+    InvalidLimit,
+    InvalidStatus,
+    TaskNotFound,
+    ValidationFailed,
+)
+from codebase_mcp_search.core.models import TaskStatus
+from codebase_mcp_search.core.services import TaskService
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.tokens import TiktokenCounter
-from adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
-from codebase_core import languages
-from codebase_core.models import ChunkDraft, split_lines
-from codebase_core.ports import Chunker
+from codebase_mcp_search.adapters.tokens import TiktokenCounter
+from codebase_mcp_search.adapters.treesitter import AST_LANGUAGES, TreeSitterChunker
+from codebase_mcp_search.core import languages
+from codebase_mcp_search.core.models import ChunkDraft, split_lines
+from codebase_mcp_search.core.ports import Chunker
 
 COUNTER = TiktokenCounter()
 

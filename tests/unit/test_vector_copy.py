@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.postgres.chunk_store.vector_copy import Copy, parse
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import Copy, parse
 
 
 def _copy(vectors: list[list[float]], ranks: list[int]) -> Copy:

@@ -1,5 +1,5 @@
 """Repository files on the local filesystem."""
 
-from adapters.filesystem.source_tree import LocalSourceTree
+from codebase_mcp_search.adapters.filesystem.source_tree import LocalSourceTree
 
 __all__ = ["LocalSourceTree"]

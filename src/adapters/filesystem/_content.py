@@ -12,8 +12,8 @@ import os
 import re
 import stat
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import SkipReason
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import SkipReason
 
 SNIFF_BYTES = 8192
 MINIFIED_MIN_BYTES = 2048

@@ -6,7 +6,7 @@ import hashlib
 import os
 from operator import attrgetter
 
-from adapters.filesystem._content import (
+from codebase_mcp_search.adapters.filesystem._content import (
     has_private_key,
     inside,
     looks_binary,
@@ -14,7 +14,7 @@ from adapters.filesystem._content import (
     read_checked,
     reason,
 )
-from adapters.filesystem._rules import (
+from codebase_mcp_search.adapters.filesystem._rules import (
     EXCLUDED_DIRS,
     LOCK_FILES,
     MINIFIED_SUFFIXES,
@@ -23,8 +23,14 @@ from adapters.filesystem._rules import (
     Rules,
     secret_name,
 )
-from codebase_core.languages import language_for_path
-from codebase_core.models import FileError, ScanEntry, ScanResult, SkippedFile, SkipReason
+from codebase_mcp_search.core.languages import language_for_path
+from codebase_mcp_search.core.models import (
+    FileError,
+    ScanEntry,
+    ScanResult,
+    SkippedFile,
+    SkipReason,
+)
 
 
 class Scan:

@@ -46,13 +46,18 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-from adapters.filesystem._content import inside, read_regular, reason, resolve_root
-from adapters.filesystem._mounts import is_local
-from adapters.filesystem._rules import Patterns
-from adapters.filesystem._scan import Scan
-from codebase_core import defaults
-from codebase_core.errors import FileUnreadable, ValidationFailed
-from codebase_core.models import ScanResult
+from codebase_mcp_search.adapters.filesystem._content import (
+    inside,
+    read_regular,
+    reason,
+    resolve_root,
+)
+from codebase_mcp_search.adapters.filesystem._mounts import is_local
+from codebase_mcp_search.adapters.filesystem._rules import Patterns
+from codebase_mcp_search.adapters.filesystem._scan import Scan
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
+from codebase_mcp_search.core.models import ScanResult
 
 # How far before an indexing run's start ``changed`` still reads a file's times as "touched".
 MTIME_SLACK_S = 3.0

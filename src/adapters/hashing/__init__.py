@@ -1,5 +1,5 @@
 """A deterministic, dependency-free feature-hashing embedder."""
 
-from adapters.hashing.embedder import HashingEmbedder
+from codebase_mcp_search.adapters.hashing.embedder import HashingEmbedder
 
 __all__ = ["HashingEmbedder"]

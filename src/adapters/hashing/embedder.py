@@ -1,6 +1,6 @@
 """HashingEmbedder: feature hashing of code tokens into a fixed-size vector (no model).
 
-A text's features are its analysed terms (``codebase_core.lexical.analyse``) and the bigrams of
+A text's features are its analysed terms (``core.lexical.analyse``) and the bigrams of
 consecutive terms (``"a b"``). Each feature adds ``sign * (1 + ln(tf))`` to one slot, slot and
 sign taken from its blake2b digest; the vector is then L2-normalised.
 
@@ -23,9 +23,9 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from codebase_core import defaults, lexical
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import Embeddings
+from codebase_mcp_search.core import defaults, lexical
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import Embeddings
 
 _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]

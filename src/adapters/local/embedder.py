@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codebase_core import defaults
-from codebase_core.errors import EmbedderUnavailable, ValidationFailed
-from codebase_core.models import Embeddings
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import EmbedderUnavailable, ValidationFailed
+from codebase_mcp_search.core.models import Embeddings
 
 log = logging.getLogger("codebase_mcp.embedder")
 

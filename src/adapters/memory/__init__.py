@@ -1,8 +1,8 @@
 """In-memory reference implementations of every port."""
 
-from adapters.memory.chunk_store import InMemoryChunkStore
-from adapters.memory.job_queue import InMemoryJobQueue
-from adapters.memory.source_tree import InMemorySourceTree
-from adapters.memory.task_repo import InMemoryTaskRepo
+from codebase_mcp_search.adapters.memory.chunk_store import InMemoryChunkStore
+from codebase_mcp_search.adapters.memory.job_queue import InMemoryJobQueue
+from codebase_mcp_search.adapters.memory.source_tree import InMemorySourceTree
+from codebase_mcp_search.adapters.memory.task_repo import InMemoryTaskRepo
 
 __all__ = ["InMemoryChunkStore", "InMemoryJobQueue", "InMemorySourceTree", "InMemoryTaskRepo"]

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from codebase_core import lexical
-from codebase_core.errors import RepositoryBusy, RepositoryNotFound
-from codebase_core.model_rule import HeldVectors, check_one_model
-from codebase_core.models import (
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
+from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
     Chunk,
     Repository,
@@ -24,7 +24,7 @@ from codebase_core.models import (
     split_lines,
     symbol_names,
 )
-from codebase_core.ports import IndexedFile
+from codebase_mcp_search.core.ports import IndexedFile
 
 Matrix = npt.NDArray[np.float32]
 

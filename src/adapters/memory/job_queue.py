@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from codebase_core.errors import DuplicateJob
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import DuplicateJob
+from codebase_mcp_search.core.models import (
     Job,
     JobOutcome,
     JobPage,
@@ -16,7 +16,7 @@ from codebase_core.models import (
     steps_to,
     utcnow,
 )
-from codebase_core.models.jobs import (
+from codebase_mcp_search.core.models.jobs import (
     ACTIVE,
     CANCELLABLE,
     check_held,

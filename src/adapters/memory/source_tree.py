@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-from codebase_core.errors import FileUnreadable, ValidationFailed
-from codebase_core.languages import language_for_path
-from codebase_core.models import ScanEntry, ScanResult, sha256_hex, utcnow
+from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
+from codebase_mcp_search.core.languages import language_for_path
+from codebase_mcp_search.core.models import ScanEntry, ScanResult, sha256_hex, utcnow
 
 
 class InMemorySourceTree:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codebase_core.errors import TaskNotFound, ValidationFailed
-from codebase_core.models import Task, TaskPage, TaskStatus
+from codebase_mcp_search.core.errors import TaskNotFound, ValidationFailed
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
 
 
 class InMemoryTaskRepo:

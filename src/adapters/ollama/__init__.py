@@ -1,6 +1,6 @@
 """Ollama embeddings over HTTP."""
 
-from adapters.ollama.embedder import (
+from codebase_mcp_search.adapters.ollama.embedder import (
     DEFAULT_BASE_URL,
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MODEL,

@@ -7,8 +7,12 @@ from typing import Any
 
 import httpx
 
-from adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder, redact_url
-from codebase_core import defaults
+from codebase_mcp_search.adapters.remote_embedding import (
+    HttpEmbeddingOptions,
+    RemoteEmbedder,
+    redact_url,
+)
+from codebase_mcp_search.core import defaults
 
 log = logging.getLogger("codebase_mcp.embedder")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from adapters.onnx.model_files import (
+from codebase_mcp_search.adapters.onnx.model_files import (
     BUILTIN_MODEL,
     ModelFiles,
     builtin_files,
@@ -24,9 +24,9 @@ from adapters.onnx.model_files import (
     is_quantised,
     read_json,
 )
-from codebase_core import defaults
-from codebase_core.errors import EmbedderUnavailable, ValidationFailed
-from codebase_core.models import Embeddings
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import EmbedderUnavailable, ValidationFailed
+from codebase_mcp_search.core.models import Embeddings
 
 log = logging.getLogger("codebase_mcp.embedder")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.onnx import quantise
-from codebase_core.errors import EmbedderUnavailable
+from codebase_mcp_search.adapters.onnx import quantise
+from codebase_mcp_search.core.errors import EmbedderUnavailable
 
 log = logging.getLogger("codebase_mcp.embedder")
 

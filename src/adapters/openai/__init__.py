@@ -1,6 +1,6 @@
 """Embeddings from any server speaking OpenAI's ``/embeddings`` API."""
 
-from adapters.openai.embedder import (
+from codebase_mcp_search.adapters.openai.embedder import (
     DEFAULT_BASE_URL,
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MODEL,

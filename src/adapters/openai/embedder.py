@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder
-from codebase_core import defaults
+from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions, RemoteEmbedder
+from codebase_mcp_search.core import defaults
 
 DEFAULT_BASE_URL = defaults.OPENAI_BASE_URL
 DEFAULT_MODEL = defaults.OPENAI_MODEL

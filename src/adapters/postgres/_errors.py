@@ -7,7 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from codebase_core.errors import CoreError, StoreUnavailable
+from codebase_mcp_search.core.errors import CoreError, StoreUnavailable
 
 
 def redact(url: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codebase_core import defaults
+from codebase_mcp_search.core import defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class AnnConfig:
     in the process while they hold at most ``copy_floats`` values
     (``adapters.postgres.chunk_store.vector_copy``).
 
-    Defaults: ``codebase_core.defaults`` (``ANN_*``).
+    Defaults: ``core.defaults`` (``ANN_*``).
     """
 
     m: int = defaults.ANN_M

@@ -33,9 +33,9 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from adapters.postgres._errors import DRIVER_ERRORS
-from adapters.postgres.schema import CHANGES_CHANNEL
-from codebase_core.errors import CoreError
+from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
+from codebase_mcp_search.adapters.postgres.schema import CHANGES_CHANNEL
+from codebase_mcp_search.core.errors import CoreError
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,16 @@ from typing import Any
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from adapters.postgres._errors import (
+from codebase_mcp_search.adapters.postgres._errors import (
     DRIVER_ERRORS,
     LOST_CONNECTION,
     redact,
     translate,
     translate_embedded,
 )
-from adapters.postgres.changes import ChangeFeed
-from adapters.postgres.embedded import start_embedded
-from adapters.postgres.schema import (
+from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
+from codebase_mcp_search.adapters.postgres.embedded import start_embedded
+from codebase_mcp_search.adapters.postgres.schema import (
     CHANGES_CHANNEL,
     GLOBAL_SCHEMA,
     GLOBAL_SQL,
@@ -33,8 +33,8 @@ from adapters.postgres.schema import (
     quote_ident,
     schema_name,
 )
-from codebase_core import defaults
-from codebase_core.errors import CoreError, StoreUnavailable
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import CoreError, StoreUnavailable
 
 log = logging.getLogger("codebase_mcp")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from codebase_core.errors import StoreUnavailable
+from codebase_mcp_search.core.errors import StoreUnavailable
 
 
 def _import_pgserver() -> Any:

@@ -8,10 +8,10 @@ from typing import Any
 
 import asyncpg
 
-from adapters.postgres.database import PgDatabase
-from adapters.postgres.schema import GLOBAL_SCHEMA
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.adapters.postgres.database import PgDatabase
+from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SCHEMA
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import (
     IndexResult,
     Job,
     JobOutcome,
@@ -21,7 +21,7 @@ from codebase_core.models import (
     check_transition,
     steps_to,
 )
-from codebase_core.models.jobs import (
+from codebase_mcp_search.core.models.jobs import (
     CANCELLABLE,
     check_held,
     duplicate_job,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from codebase_core.models import check_project_id
+from codebase_mcp_search.core.models import check_project_id
 
 GLOBAL_SCHEMA = "codebase_mcp"
 _PREFIX = "cb_proj_"
@@ -282,7 +282,7 @@ ALTER TABLE {s}.postings
     ),
     (
         8,
-        # The names a chunk's symbol holds (codebase_core.models.symbol_names, the same rule):
+        # The names a chunk's symbol holds (core.models.symbol_names, the same rule):
         # a search looks up the chunks that define a queried name through this index, not by
         # scanning. GIN: a merged chunk holds several names.
         r"""

@@ -8,9 +8,9 @@ from typing import Any
 
 import asyncpg
 
-from adapters.postgres.database import PgDatabase
-from codebase_core.errors import TaskNotFound, ValidationFailed
-from codebase_core.models import Task, TaskPage, TaskStatus
+from codebase_mcp_search.adapters.postgres.database import PgDatabase
+from codebase_mcp_search.core.errors import TaskNotFound, ValidationFailed
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
 
 _COLUMNS = (
     "id, title, description, notes, status, branches, commits, planning_references, "

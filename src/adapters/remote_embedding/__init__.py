@@ -5,7 +5,7 @@ import (the one exception to "adapters never import each other", so that both re
 the same way).
 """
 
-from adapters.remote_embedding.client import (
+from codebase_mcp_search.adapters.remote_embedding.client import (
     HttpEmbeddingOptions,
     RemoteEmbedder,
     ServerReply,

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 
-from codebase_core import defaults
-from codebase_core.errors import EmbedderUnavailable, ValidationFailed
-from codebase_core.models import Embeddings
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import EmbedderUnavailable, ValidationFailed
+from codebase_mcp_search.core.models import Embeddings
 
 log = logging.getLogger("codebase_mcp.embedder")
 
@@ -27,7 +27,7 @@ _MAX_RETRY_AFTER_S = 60.0
 @dataclass(frozen=True, slots=True)
 class HttpEmbeddingOptions:
     """How an HTTP embedder talks to its server (see the README's configuration table);
-    defaults from ``codebase_core.defaults``."""
+    defaults from ``core.defaults``."""
 
     batch_size: int = defaults.EMBEDDING_BATCH_SIZE
     max_in_flight: int = defaults.EMBEDDING_CONCURRENCY

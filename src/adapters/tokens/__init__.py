@@ -1,5 +1,5 @@
 """Token counting with tiktoken."""
 
-from adapters.tokens.tiktoken_counter import TiktokenCounter
+from codebase_mcp_search.adapters.tokens.tiktoken_counter import TiktokenCounter
 
 __all__ = ["TiktokenCounter"]

@@ -1,5 +1,5 @@
 """Source chunking with tree-sitter."""
 
-from adapters.treesitter.chunker import AST_LANGUAGES, TreeSitterChunker
+from codebase_mcp_search.adapters.treesitter.chunker import AST_LANGUAGES, TreeSitterChunker
 
 __all__ = ["AST_LANGUAGES", "TreeSitterChunker"]

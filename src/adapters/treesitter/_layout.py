@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from adapters.treesitter._grammar import (
+from codebase_mcp_search.adapters.treesitter._grammar import (
     BODY_TYPES,
     CLASS,
     TRANSPARENT,
@@ -21,7 +21,7 @@ from adapters.treesitter._grammar import (
     receiver_type,
     rows,
 )
-from adapters.treesitter._lines import LineBudget, Piece
+from codebase_mcp_search.adapters.treesitter._lines import LineBudget, Piece
 
 # Nesting deeper than this (classes in classes, namespaces in namespaces, statements in
 # statements when looking for split points) is handled as plain lines, keeping recursion bounded.

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
 
-from codebase_core.ports import TokenCounter
+from codebase_mcp_search.core.ports import TokenCounter
 
 _DEFINITION_KINDS = ("function", "method", "class")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from adapters.treesitter._lines import LineBudget, Piece
+from codebase_mcp_search.adapters.treesitter._lines import LineBudget, Piece
 
 _MD_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _MD_FENCE = re.compile(r" {0,3}(?:```|~~~)")

@@ -1,6 +1,6 @@
 """TreeSitterChunker: cuts source files into definition-sized chunks with tree-sitter.
 
-Lines are ``codebase_core.models.split_lines(text)``: ``\\n``, ``\\r\\n`` and ``\\r`` end a
+Lines are ``core.models.split_lines(text)``: ``\\n``, ``\\r\\n`` and ``\\r`` end a
 line (a form feed or U+2028 does not, so numbers match editors); a trailing break adds no
 line. A chunk's ``content`` is its lines joined by ``"\\n"``; the parser reads the text rebuilt
 that way so that its rows are exactly these lines.
@@ -35,7 +35,7 @@ preprocessor blocks and ERROR nodes are looked through, so unparseable text stil
 This module parses; the rest of the package does the laying out: ``_layout`` (a syntax tree
 as pieces), ``_text`` (files without a grammar), ``_lines`` (token budget, packing, merging)
 and ``_grammar`` (what each language's node types mean). The defaults of the budget are
-``codebase_core.defaults.CHUNK_*``, as the product runs.
+``core.defaults.CHUNK_*``, as the product runs.
 """
 
 from __future__ import annotations
@@ -47,13 +47,18 @@ from typing import cast
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
-from adapters.treesitter._grammar import GRAMMARS, PREFIX_MARKS, PREFIX_TYPES, rows
-from adapters.treesitter._layout import AstLayout
-from adapters.treesitter._lines import LineBudget, Piece
-from adapters.treesitter._text import text_pieces
-from codebase_core import defaults
-from codebase_core.models import ChunkDraft, split_lines
-from codebase_core.ports import TokenCounter
+from codebase_mcp_search.adapters.treesitter._grammar import (
+    GRAMMARS,
+    PREFIX_MARKS,
+    PREFIX_TYPES,
+    rows,
+)
+from codebase_mcp_search.adapters.treesitter._layout import AstLayout
+from codebase_mcp_search.adapters.treesitter._lines import LineBudget, Piece
+from codebase_mcp_search.adapters.treesitter._text import text_pieces
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.models import ChunkDraft, split_lines
+from codebase_mcp_search.core.ports import TokenCounter
 
 AST_LANGUAGES = frozenset(GRAMMARS)
 

@@ -1,5 +1,5 @@
 """Worker processes that chunk files on several cores (the ``ChunkingPool`` port)."""
 
-from adapters.workers.pool import ProcessChunkingPool
+from codebase_mcp_search.adapters.workers.pool import ProcessChunkingPool
 
 __all__ = ["ProcessChunkingPool"]

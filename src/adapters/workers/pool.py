@@ -20,9 +20,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from codebase_core.chunking import PreparedFile, chunk_files
-from codebase_core.models import ScanEntry
-from codebase_core.ports import Chunker, TokenCounter
+from codebase_mcp_search.core.chunking import PreparedFile, chunk_files
+from codebase_mcp_search.core.models import ScanEntry
+from codebase_mcp_search.core.ports import Chunker, TokenCounter
 
 
 class ProcessChunkingPool:

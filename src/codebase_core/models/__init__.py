@@ -10,8 +10,8 @@ One module per area; import any name from this package:
 - ``projects``: project (workspace) ids and sizes
 """
 
-from codebase_core.models.base import utcnow
-from codebase_core.models.indexing import (
+from codebase_mcp_search.core.models.base import utcnow
+from codebase_mcp_search.core.models.indexing import (
     Chunk,
     ChunkDraft,
     Embeddings,
@@ -26,7 +26,7 @@ from codebase_core.models.indexing import (
     SkipReason,
     SourceFile,
 )
-from codebase_core.models.jobs import (
+from codebase_mcp_search.core.models.jobs import (
     DEFAULT_JOB_PAGE,
     MAX_JOB_PAGE,
     Job,
@@ -39,13 +39,13 @@ from codebase_core.models.jobs import (
     new_job_id,
     steps_to,
 )
-from codebase_core.models.projects import (
+from codebase_mcp_search.core.models.projects import (
     DEFAULT_PROJECT,
     PROJECT_ID_RE,
     ProjectInfo,
     check_project_id,
 )
-from codebase_core.models.search import (
+from codebase_mcp_search.core.models.search import (
     CONTEXT_LINES,
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,
@@ -58,7 +58,7 @@ from codebase_core.models.search import (
     SearchQuery,
     SearchResult,
 )
-from codebase_core.models.tasks import (
+from codebase_mcp_search.core.models.tasks import (
     MAX_BRANCH_CHARS,
     MAX_DESCRIPTION,
     MAX_NOTES,
@@ -71,7 +71,7 @@ from codebase_core.models.tasks import (
     TaskStatus,
     TaskSummary,
 )
-from codebase_core.models.text import (
+from codebase_mcp_search.core.models.text import (
     chunk_id_for,
     context_lines,
     file_extension,

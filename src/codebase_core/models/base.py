@@ -9,7 +9,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from codebase_core.errors import ValidationFailed
+from codebase_mcp_search.core.errors import ValidationFailed
 
 MAX_OFFSET = 1_000_000
 """The largest ``offset`` a listing takes (bounded, like every integer a client sends)."""

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from codebase_core.models.base import FrozenModel
+from codebase_mcp_search.core.models.base import FrozenModel
 
 
 class Repository(FrozenModel):

@@ -19,9 +19,15 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from codebase_core.errors import DuplicateJob, InvalidStatus, JobLeaseLost, JobNotFound, shorten
-from codebase_core.models.base import FrozenModel, check_uuid
-from codebase_core.models.indexing import IndexResult
+from codebase_mcp_search.core.errors import (
+    DuplicateJob,
+    InvalidStatus,
+    JobLeaseLost,
+    JobNotFound,
+    shorten,
+)
+from codebase_mcp_search.core.models.base import FrozenModel, check_uuid
+from codebase_mcp_search.core.models.indexing import IndexResult
 
 MAX_JOB_PAGE = 100
 DEFAULT_JOB_PAGE = 20

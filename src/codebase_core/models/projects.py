@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models.base import FrozenModel
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models.base import FrozenModel
 
 PROJECT_ID_RE = re.compile(r"^[A-Za-z0-9_\- ]{1,64}$")
 DEFAULT_PROJECT = "default"

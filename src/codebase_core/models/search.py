@@ -8,10 +8,10 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator
 
-from codebase_core.errors import InvalidLimit, ValidationFailed
-from codebase_core.models.base import FrozenModel, check_uuid, no_nul
-from codebase_core.models.indexing import Chunk
-from codebase_core.models.text import (
+from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.models.base import FrozenModel, check_uuid, no_nul
+from codebase_mcp_search.core.models.indexing import Chunk
+from codebase_mcp_search.core.models.text import (
     file_extension,
     normalise_directory,
     normalise_file_type,

@@ -16,8 +16,8 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator
 
-from codebase_core.errors import InvalidStatus, ValidationFailed, shorten
-from codebase_core.models.base import FrozenModel, no_nul
+from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed, shorten
+from codebase_mcp_search.core.models.base import FrozenModel, no_nul
 
 
 class TaskStatus(StrEnum):

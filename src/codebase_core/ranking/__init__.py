@@ -6,8 +6,8 @@ so every store ranks alike: ``query`` (what the query asks for), ``paths`` (what
 ``rerank`` (the scoring, in order).
 """
 
-from codebase_core.ranking.config import RankingConfig
-from codebase_core.ranking.query import QueryKind, QueryProfile, analyse_query
-from codebase_core.ranking.rerank import rerank
+from codebase_mcp_search.core.ranking.config import RankingConfig
+from codebase_mcp_search.core.ranking.query import QueryKind, QueryProfile, analyse_query
+from codebase_mcp_search.core.ranking.rerank import rerank
 
 __all__ = ["QueryKind", "QueryProfile", "RankingConfig", "analyse_query", "rerank"]

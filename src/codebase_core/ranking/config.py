@@ -1,15 +1,15 @@
-"""The ranking stack's knobs. Defaults come from ``codebase_core.defaults`` and were measured
+"""The ranking stack's knobs. Defaults come from ``core.defaults`` and were measured
 on the repository benchmark, CoSQA and the own eval (``bench/repo_search.py``; README)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codebase_core import defaults
+from codebase_mcp_search.core import defaults
 
 
 class RankingConfig(BaseModel):
-    """How ``rerank`` orders the candidates of a search (see ``codebase_core.ranking``)."""
+    """How ``rerank`` orders the candidates of a search (see ``core.ranking``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from codebase_core.models import Chunk, last_name, symbol_names, symbol_parts
-from codebase_core.ranking import paths
-from codebase_core.ranking.config import RankingConfig
-from codebase_core.ranking.query import QueryProfile
+from codebase_mcp_search.core.models import Chunk, last_name, symbol_names, symbol_parts
+from codebase_mcp_search.core.ranking import paths
+from codebase_mcp_search.core.ranking.config import RankingConfig
+from codebase_mcp_search.core.ranking.query import QueryProfile
 
 _KEYWORDS = (
     "class|struct|interface|trait|enum|union|record|protocol|extension|object|module|"

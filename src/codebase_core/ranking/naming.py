@@ -13,9 +13,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 
-from codebase_core import lexical
-from codebase_core.ranking import paths
-from codebase_core.ranking.query import QueryProfile
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.ranking import paths
+from codebase_mcp_search.core.ranking.query import QueryProfile
 
 
 def _content(word: str) -> bool:

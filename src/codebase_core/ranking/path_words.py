@@ -11,10 +11,10 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 
-from codebase_core import lexical
-from codebase_core.ranking import naming, paths
-from codebase_core.ranking.config import RankingConfig
-from codebase_core.ranking.query import QueryProfile
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.ranking import naming, paths
+from codebase_mcp_search.core.ranking.config import RankingConfig
+from codebase_mcp_search.core.ranking.query import QueryProfile
 
 # Word endings that change a word's form, not its subject (``parsing``/``parser``,
 # ``serialization``/``serializer``), for comparing query words with path words only: the

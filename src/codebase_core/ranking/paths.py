@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 from enum import StrEnum
 
-from codebase_core import lexical
+from codebase_mcp_search.core import lexical
 
 
 class FileRole(StrEnum):

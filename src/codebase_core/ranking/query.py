@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from codebase_core import lexical
-from codebase_core.models import last_name
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import last_name
 
 # One identifier, or several joined by a qualifier (:: . -> \ #), with optional call parens.
 _QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|\.|->|\\|#)[A-Za-z_$][\w$]*)*[!?]?(?:\(\))?")

@@ -1,6 +1,6 @@
 """Re-ranking a search's candidates the way a developer reads code.
 
-The candidates come fused from the retrievals (``codebase_core.fusion``), best first. Scores
+The candidates come fused from the retrievals (``core.fusion``), best first. Scores
 are first taken relative to the best candidate (1.0), so every boost below is in units of the
 best retrieval score and means the same whatever the retrieval's scale. Then, in order:
 
@@ -45,11 +45,11 @@ import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 
-from codebase_core.models import Chunk, ScoredChunk
-from codebase_core.ranking import paths
-from codebase_core.ranking.config import RankingConfig
-from codebase_core.ranking.definitions import definition_gains
-from codebase_core.ranking.path_words import (
+from codebase_mcp_search.core.models import Chunk, ScoredChunk
+from codebase_mcp_search.core.ranking import paths
+from codebase_mcp_search.core.ranking.config import RankingConfig
+from codebase_mcp_search.core.ranking.definitions import definition_gains
+from codebase_mcp_search.core.ranking.path_words import (
     files_path_matches,
     path_shares,
     path_word_weights,
@@ -57,8 +57,8 @@ from codebase_core.ranking.path_words import (
     stem_boost_share,
     stem_gains,
 )
-from codebase_core.ranking.paths import FileRole
-from codebase_core.ranking.query import (
+from codebase_mcp_search.core.ranking.paths import FileRole
+from codebase_mcp_search.core.ranking.query import (
     COMPAT_WORDS,
     DOC_WORDS,
     EXAMPLE_WORDS,

@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from codebase_core.errors import RepositoryNotFound
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import RepositoryNotFound
+from codebase_mcp_search.core.models import (
     Chunk,
     Location,
     Repository,
     ScoredChunk,
     SearchHit,
 )
-from codebase_core.ports import ChunkStore, SourceTree
-from codebase_core.services.together import together
+from codebase_mcp_search.core.ports import ChunkStore, SourceTree
+from codebase_mcp_search.core.services.together import together
 
 # Two hits of one file whose line ranges share at least this fraction of the shorter range are
 # "mostly the same lines"; the lower-ranked one is dropped.

@@ -1,12 +1,12 @@
 """SearchService: semantic, lexical and hybrid search over indexed chunks.
 
 Every mode gathers candidates, then orders them with the ranking stack
-(``codebase_core.ranking``: definitions first, paths, file coherence, priors against tests and
+(``core.ranking``: definitions first, paths, file coherence, priors against tests and
 docs for code questions, one chunk per file before a decay), so every store ranks alike. The
 candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
-- lexical: BM25 divided by the query's BM25 upper bound (see ``codebase_core.lexical``);
-- hybrid: the fused score (see ``codebase_core.fusion``), with fusion weights chosen by the
+- lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``);
+- hybrid: the fused score (see ``core.fusion``), with fusion weights chosen by the
   query's kind (a name or a question in words).
 ``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
 off (``RankingConfig(enabled=False)``) it is the retrieval score.
@@ -38,11 +38,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from codebase_core import lexical
-from codebase_core.errors import EmbedderUnavailable
-from codebase_core.fusion import FusionConfig, fuse, rescaled
-from codebase_core.model_rule import HeldVectors, check_one_model
-from codebase_core.models import (
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.fusion import FusionConfig, fuse, rescaled
+from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
+from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
     ScoredChunk,
@@ -51,10 +51,10 @@ from codebase_core.models import (
     SearchQuery,
     SearchResult,
 )
-from codebase_core.ports import ChunkStore, Embedder, SourceTree
-from codebase_core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
-from codebase_core.services.hits import build_hits, collapse
-from codebase_core.services.together import together
+from codebase_mcp_search.core.ports import ChunkStore, Embedder, SourceTree
+from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
+from codebase_mcp_search.core.services.hits import build_hits, collapse
+from codebase_mcp_search.core.services.together import together
 
 # Chunks defining a queried name that the lookup adds to the candidates, at most.
 DEFINITIONS_LOOKED_UP = 20
@@ -144,7 +144,7 @@ class SearchService:
         either, called when a search first needs it. ``source`` reads the repositories on disk
         to mark hits ``stale``; without it no hit is marked (a library user searching an index
         whose sources are elsewhere). ``ranking`` configures the ranking stack applied to
-        every mode's candidates (``codebase_core.ranking``)."""
+        every mode's candidates (``core.ranking``)."""
         self._store = store
         self._embedder = _LazyEmbedder(embedder)
         self._fusion = fusion or FusionConfig()

@@ -1,6 +1,6 @@
 """TaskService: create, read, update and list development tasks.
 
-Field rules live in the ``Task`` model's validators (``codebase_core.models.tasks``): the
+Field rules live in the ``Task`` model's validators (``core.models.tasks``): the
 service builds and updates tasks through the model, which raises the coded errors.
 """
 
@@ -10,10 +10,10 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from codebase_core.errors import InvalidLimit, ValidationFailed
-from codebase_core.models import Task, TaskPage, TaskStatus, utcnow
-from codebase_core.models.base import MAX_OFFSET, check_uuid
-from codebase_core.ports import TaskRepo
+from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus, utcnow
+from codebase_mcp_search.core.models.base import MAX_OFFSET, check_uuid
+from codebase_mcp_search.core.ports import TaskRepo
 
 MAX_LIST_LIMIT = 100
 

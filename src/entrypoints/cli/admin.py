@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from entrypoints.cli.common import Run, open_project
-from entrypoints.cli.errors import EXIT_OK
-from entrypoints.cli.views import (
+from codebase_mcp_search.entrypoints.cli.common import Run, open_project
+from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
+from codebase_mcp_search.entrypoints.cli.views import (
     columns,
     dump,
     projects_view,
@@ -15,8 +15,8 @@ from entrypoints.cli.views import (
     repository_view,
     size_text,
 )
-from entrypoints.facade import open_workspaces
-from entrypoints.presenters import deleted_payload
+from codebase_mcp_search.entrypoints.facade import open_workspaces
+from codebase_mcp_search.entrypoints.presenters import deleted_payload
 
 
 def when(at: datetime | None) -> str:

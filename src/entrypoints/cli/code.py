@@ -7,15 +7,15 @@ from collections import Counter
 from rich.console import Console
 from rich.syntax import Syntax
 
-from codebase_core.errors import RepositoryNotFound
-from codebase_core.models import IndexResult, SearchQuery, SearchResult
-from entrypoints.cli.common import Run, open_project
-from entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
-from entrypoints.cli.jobs import index_background
-from entrypoints.cli.progress import IndexProgress
-from entrypoints.cli.views import dump, index_view
-from entrypoints.facade import Codebase, open_workspaces, resolve_repo_path
-from entrypoints.presenters import search_payload
+from codebase_mcp_search.core.errors import RepositoryNotFound
+from codebase_mcp_search.core.models import IndexResult, SearchQuery, SearchResult
+from codebase_mcp_search.entrypoints.cli.common import Run, open_project
+from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
+from codebase_mcp_search.entrypoints.cli.jobs import index_background
+from codebase_mcp_search.entrypoints.cli.progress import IndexProgress
+from codebase_mcp_search.entrypoints.cli.views import dump, index_view
+from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces, resolve_repo_path
+from codebase_mcp_search.entrypoints.presenters import search_payload
 
 SNIPPET_LINES = 12
 ERRORS_SHOWN = 20

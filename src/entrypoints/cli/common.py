@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import check_project_id
-from entrypoints.facade import Codebase, Workspaces
-from entrypoints.settings import Settings
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import check_project_id
+from codebase_mcp_search.entrypoints.facade import Codebase, Workspaces
+from codebase_mcp_search.entrypoints.settings import Settings
 
 KNOWN_SHOWN = 10
 

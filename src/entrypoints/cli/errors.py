@@ -1,6 +1,6 @@
 """Exit codes, and the one coded line the CLI prints for an error.
 
-The codes are the MCP tools' (``codebase_core.errors``); the text names the flag the user typed
+The codes are the MCP tools' (``core.errors``); the text names the flag the user typed
 (``--limit``, ``--project``) where the core names a field (``limit``, ``project_id``), and adds
 the fix in CLI syntax where the core leaves it to the interface.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from codebase_core.errors import (
+from codebase_mcp_search.core.errors import (
     CoreError,
     EmbedderUnavailable,
     InvalidLimit,

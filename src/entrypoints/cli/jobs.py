@@ -7,21 +7,21 @@ import asyncio
 import contextlib
 import signal
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import Job
-from entrypoints.cli.admin import when
-from entrypoints.cli.common import Run, open_project
-from entrypoints.cli.errors import EXIT_OK
-from entrypoints.cli.views import columns, dump
-from entrypoints.facade import open_workspaces, resolve_repo_path
-from entrypoints.jobs import running_worker
-from entrypoints.presenters import (
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import Job
+from codebase_mcp_search.entrypoints.cli.admin import when
+from codebase_mcp_search.entrypoints.cli.common import Run, open_project
+from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
+from codebase_mcp_search.entrypoints.cli.views import columns, dump
+from codebase_mcp_search.entrypoints.facade import open_workspaces, resolve_repo_path
+from codebase_mcp_search.entrypoints.jobs import running_worker
+from codebase_mcp_search.entrypoints.presenters import (
     job_cancel_payload,
     job_started_payload,
     job_status_payload,
     job_summary_payload,
 )
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.settings import Settings
 
 
 def _shared_store(settings: Settings, flag: str) -> None:

@@ -18,11 +18,11 @@ from typing import Any
 import pydantic
 from rich.console import Console
 
-from codebase_core.errors import CoreError, ValidationFailed
-from entrypoints.cli.admin import projects_command, repos_command
-from entrypoints.cli.code import index_command, search_command
-from entrypoints.cli.common import Run
-from entrypoints.cli.errors import (
+from codebase_mcp_search.core.errors import CoreError, ValidationFailed
+from codebase_mcp_search.entrypoints.cli.admin import projects_command, repos_command
+from codebase_mcp_search.entrypoints.cli.code import index_command, search_command
+from codebase_mcp_search.entrypoints.cli.common import Run
+from codebase_mcp_search.entrypoints.cli.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -31,11 +31,11 @@ from entrypoints.cli.errors import (
     error_line,
     exit_code,
 )
-from entrypoints.cli.jobs import jobs_command, worker_command
-from entrypoints.cli.parser import build_parser, command_parser
-from entrypoints.cli.tasks import tasks_command
-from entrypoints.doctor import diagnose
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.cli.jobs import jobs_command, worker_command
+from codebase_mcp_search.entrypoints.cli.parser import build_parser, command_parser
+from codebase_mcp_search.entrypoints.cli.tasks import tasks_command
+from codebase_mcp_search.entrypoints.doctor import diagnose
+from codebase_mcp_search.entrypoints.settings import Settings
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -124,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
-            from entrypoints.mcp.server import serve  # fastmcp only for the server
+            from codebase_mcp_search.entrypoints.mcp.server import (
+                serve,  # fastmcp only for the server
+            )
 
             # stdout is the protocol on stdio: nothing else may be printed there.
             serve(_settings(), args.transport, args.host, args.port, args.workers)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from codebase_core.models import (
+from codebase_mcp_search.core.models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_JOB_PAGE,
     MAX_SEARCH_LIMIT,
@@ -14,9 +14,9 @@ from codebase_core.models import (
     SearchMode,
     TaskStatus,
 )
-from codebase_core.services.tasks import MAX_LIST_LIMIT
-from entrypoints.cli.errors import EXIT_USAGE
-from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
+from codebase_mcp_search.core.services.tasks import MAX_LIST_LIMIT
+from codebase_mcp_search.entrypoints.cli.errors import EXIT_USAGE
+from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
 
 PROJECT_HELP = "workspace id (default: CODEBASE_MCP_PROJECT or 'default')"
 STATUSES = ", ".join(repr(s.value) for s in TaskStatus)

@@ -29,7 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from codebase_core.models import ProgressPhase
+from codebase_mcp_search.core.models import ProgressPhase
 
 HEARTBEAT_S = 15.0
 MIN_RATE_S = 1.0

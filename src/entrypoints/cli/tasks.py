@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from codebase_core.models import Task
-from entrypoints.cli.admin import when
-from entrypoints.cli.common import Run, open_project
-from entrypoints.cli.errors import EXIT_OK
-from entrypoints.cli.views import columns, dump, task_view, tasks_view
-from entrypoints.facade import open_workspaces
+from codebase_mcp_search.core.models import Task
+from codebase_mcp_search.entrypoints.cli.admin import when
+from codebase_mcp_search.entrypoints.cli.common import Run, open_project
+from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
+from codebase_mcp_search.entrypoints.cli.views import columns, dump, task_view, tasks_view
+from codebase_mcp_search.entrypoints.facade import open_workspaces
 
 
 def print_task(task: Task, out: Console) -> None:

@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from codebase_core.models import IndexResult, ProjectInfo, Repository, Task, TaskPage
-from entrypoints.presenters import index_payload, repository_payload
+from codebase_mcp_search.core.models import IndexResult, ProjectInfo, Repository, Task, TaskPage
+from codebase_mcp_search.entrypoints.presenters import index_payload, repository_payload
 
 
 def dump(data: Any) -> None:

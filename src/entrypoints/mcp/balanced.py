@@ -30,7 +30,7 @@ import uvicorn
 from uvicorn._subprocess import get_subprocess
 from uvicorn.config import STARTUP_FAILURE
 
-from codebase_core.errors import ValidationFailed
+from codebase_mcp_search.core.errors import ValidationFailed
 
 log = logging.getLogger("codebase_mcp")
 

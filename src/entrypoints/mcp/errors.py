@@ -18,9 +18,14 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from codebase_core.errors import CoreError, EmbedderUnavailable, ValidationFailed, shorten
-from codebase_core.models import TaskStatus
-from codebase_core.models.base import NUL_RULE
+from codebase_mcp_search.core.errors import (
+    CoreError,
+    EmbedderUnavailable,
+    ValidationFailed,
+    shorten,
+)
+from codebase_mcp_search.core.models import TaskStatus
+from codebase_mcp_search.core.models.base import NUL_RULE
 
 log = logging.getLogger("codebase_mcp")
 

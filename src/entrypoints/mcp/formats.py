@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from codebase_core.models import IndexResult, SearchHit, SearchResult
-from entrypoints.presenters import (
+from codebase_mcp_search.core.models import IndexResult, SearchHit, SearchResult
+from codebase_mcp_search.entrypoints.presenters import (
     SKIPPED_LISTED,
     index_payload,
     lexical_only_payload,

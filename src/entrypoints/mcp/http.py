@@ -17,10 +17,10 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
-from entrypoints.mcp.balanced import BalancedGroup, balances
-from entrypoints.mcp.heap import settle_heap
-from entrypoints.mcp.server import Transport, build_server, package_version
-from entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.mcp.balanced import BalancedGroup, balances
+from codebase_mcp_search.entrypoints.mcp.heap import settle_heap
+from codebase_mcp_search.entrypoints.mcp.server import Transport, build_server, package_version
+from codebase_mcp_search.entrypoints.settings import Settings
 
 log = logging.getLogger("codebase_mcp")
 
@@ -72,7 +72,7 @@ def serve_http(
         port,
         workers,
     )
-    config = _config("entrypoints.mcp.http:worker_app", host, port, workers)
+    config = _config("codebase_mcp_search.entrypoints.mcp.http:worker_app", host, port, workers)
     if balances():
         BalancedGroup(config, workers).run()
         return

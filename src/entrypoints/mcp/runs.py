@@ -8,11 +8,11 @@ import logging
 
 from fastmcp import Context
 
-from codebase_core.models import IndexResult, Job, ProgressPhase
-from codebase_core.services import ProgressCallback
-from entrypoints.facade import Codebase
-from entrypoints.jobs import JobWatcher, run_as_job
-from entrypoints.mcp.state import ServerState
+from codebase_mcp_search.core.models import IndexResult, Job, ProgressPhase
+from codebase_mcp_search.core.services import ProgressCallback
+from codebase_mcp_search.entrypoints.facade import Codebase
+from codebase_mcp_search.entrypoints.jobs import JobWatcher, run_as_job
+from codebase_mcp_search.entrypoints.mcp.state import ServerState
 
 log = logging.getLogger("codebase_mcp")
 

@@ -21,17 +21,17 @@ from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from adapters.postgres.embedded import release_embedded
-from codebase_core.errors import ValidationFailed
-from entrypoints.facade import open_workspaces
-from entrypoints.jobs import running_worker
-from entrypoints.mcp.errors import CodedErrors
-from entrypoints.mcp.heap import settle_heap
-from entrypoints.mcp.state import AllowedRoots, ServerState
-from entrypoints.mcp.tools_code import register_code_tools
-from entrypoints.mcp.tools_jobs import register_job_tools
-from entrypoints.mcp.tools_tasks import register_task_tools
-from entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from codebase_mcp_search.adapters.postgres.embedded import release_embedded
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.entrypoints.facade import open_workspaces
+from codebase_mcp_search.entrypoints.jobs import running_worker
+from codebase_mcp_search.entrypoints.mcp.errors import CodedErrors
+from codebase_mcp_search.entrypoints.mcp.heap import settle_heap
+from codebase_mcp_search.entrypoints.mcp.state import AllowedRoots, ServerState
+from codebase_mcp_search.entrypoints.mcp.tools_code import register_code_tools
+from codebase_mcp_search.entrypoints.mcp.tools_jobs import register_job_tools
+from codebase_mcp_search.entrypoints.mcp.tools_tasks import register_task_tools
+from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
 log = logging.getLogger("codebase_mcp")
 
@@ -221,6 +221,8 @@ def serve(
         settle_heap()
         server.run("stdio", show_banner=False)
         return
-    from entrypoints.mcp.http import serve_http  # uvicorn only for the HTTP transports
+    from codebase_mcp_search.entrypoints.mcp.http import (
+        serve_http,  # uvicorn only for the HTTP transports
+    )
 
     serve_http(settings, transport, host, port, workers)

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from fastmcp import Context
 
-from codebase_core.errors import CoreError, ValidationFailed
-from codebase_core.services import JobWorker
-from entrypoints.facade import Workspaces
+from codebase_mcp_search.core.errors import CoreError, ValidationFailed
+from codebase_mcp_search.core.services import JobWorker
+from codebase_mcp_search.entrypoints.facade import Workspaces
 
 
 class AllowedRoots:

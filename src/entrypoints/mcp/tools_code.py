@@ -12,16 +12,16 @@ from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from pydantic import AliasChoices, Field
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
     IndexResult,
 )
-from entrypoints.facade import resolve_repo_path
-from entrypoints.mcp.errors import coded
-from entrypoints.mcp.formats import (
+from codebase_mcp_search.entrypoints.facade import resolve_repo_path
+from codebase_mcp_search.entrypoints.mcp.errors import coded
+from codebase_mcp_search.entrypoints.mcp.formats import (
     DetailLevel,
     ResponseFormat,
     compact_json,
@@ -30,9 +30,9 @@ from entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
-from entrypoints.mcp.runs import index_shared, job_progress, progress_reporter
-from entrypoints.mcp.state import state_of
-from entrypoints.presenters import deleted_payload, repository_payload
+from codebase_mcp_search.entrypoints.mcp.runs import index_shared, job_progress, progress_reporter
+from codebase_mcp_search.entrypoints.mcp.state import state_of
+from codebase_mcp_search.entrypoints.presenters import deleted_payload, repository_payload
 
 ProjectId = Annotated[
     str | None,

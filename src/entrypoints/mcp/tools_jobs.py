@@ -10,14 +10,14 @@ from typing import Annotated, Any, Literal
 from fastmcp import Context, FastMCP
 from pydantic import AliasChoices, Field
 
-from codebase_core.errors import ValidationFailed
-from codebase_core.models import DEFAULT_JOB_PAGE, MAX_JOB_PAGE, check_project_id
-from codebase_core.models.base import MAX_OFFSET
-from entrypoints.facade import resolve_repo_path
-from entrypoints.mcp.errors import coded
-from entrypoints.mcp.state import state_of
-from entrypoints.mcp.tools_code import ProjectId
-from entrypoints.presenters import (
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models import DEFAULT_JOB_PAGE, MAX_JOB_PAGE, check_project_id
+from codebase_mcp_search.core.models.base import MAX_OFFSET
+from codebase_mcp_search.entrypoints.facade import resolve_repo_path
+from codebase_mcp_search.entrypoints.mcp.errors import coded
+from codebase_mcp_search.entrypoints.mcp.state import state_of
+from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId
+from codebase_mcp_search.entrypoints.presenters import (
     job_cancel_payload,
     job_started_payload,
     job_status_payload,

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastmcp import Context, FastMCP
 from pydantic import AliasChoices, Field
 
-from codebase_core.models import (
+from codebase_mcp_search.core.models import (
     MAX_BRANCH_CHARS,
     MAX_DESCRIPTION,
     MAX_NOTES,
@@ -22,11 +22,11 @@ from codebase_core.models import (
     Task,
     TaskSummary,
 )
-from codebase_core.models.base import MAX_OFFSET
-from codebase_core.services.tasks import MAX_LIST_LIMIT
-from entrypoints.mcp.errors import coded
-from entrypoints.mcp.state import state_of
-from entrypoints.mcp.tools_code import ProjectId
+from codebase_mcp_search.core.models.base import MAX_OFFSET
+from codebase_mcp_search.core.services.tasks import MAX_LIST_LIMIT
+from codebase_mcp_search.entrypoints.mcp.errors import coded
+from codebase_mcp_search.entrypoints.mcp.state import state_of
+from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId
 
 STATUS_HELP = (
     "One of 'need to be done', 'in-progress', 'complete' ('pending' and 'completed' are "

@@ -14,6 +14,6 @@ The package's modules, each owning one concern:
 - ``embedding_cache``: vectors kept by model and content hash, and reused from stored chunks.
 """
 
-from adapters.postgres.chunk_store.store import PgChunkStore
+from codebase_mcp_search.adapters.postgres.chunk_store.store import PgChunkStore
 
 __all__ = ["PgChunkStore"]

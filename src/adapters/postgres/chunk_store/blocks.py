@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from codebase_core import lexical
+from codebase_mcp_search.core import lexical
 
 # A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
 # element type, length, lower bound), then each element as a 4-byte length and its value.

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 
 import asyncpg
 
-from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
-from adapters.postgres.chunk_store.session import ProjectSession
-from codebase_core.models import Chunk
+from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.core.models import Chunk
 
 
 def rows_sql(s: str) -> str:

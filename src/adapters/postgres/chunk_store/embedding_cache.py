@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 
 
 async def cached(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.postgres.chunk_store.session import ProjectSession
-from codebase_core.models import SearchFilters
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.core.models import SearchFilters
 
 # No filter: the searches the process's copies (vectors, postings) can answer.
 NO_FILTERS = SearchFilters()

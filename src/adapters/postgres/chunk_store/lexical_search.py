@@ -24,20 +24,24 @@ from typing import Any, TypeVar
 import asyncpg
 import numpy as np
 
-from adapters.postgres.changes import Token
-from adapters.postgres.chunk_store.blocks import decoded
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.filters import NO_FILTERS, SqlFilter, narrowed
-from adapters.postgres.chunk_store.postings_cache import (
+from codebase_mcp_search.adapters.postgres.changes import Token
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import (
+    NO_FILTERS,
+    SqlFilter,
+    narrowed,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
     State,
     Term,
     combined,
     terms_of,
 )
-from adapters.postgres.chunk_store.session import ProjectSession
-from codebase_core import lexical
-from codebase_core.models import ScoredChunk, SearchFilters
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
 # score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.

@@ -25,9 +25,9 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from adapters.postgres.changes import Token
-from adapters.postgres.chunk_store.blocks import decoded
-from codebase_core import lexical
+from codebase_mcp_search.adapters.postgres.changes import Token
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
+from codebase_mcp_search.core import lexical
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000

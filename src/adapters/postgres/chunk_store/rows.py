@@ -13,16 +13,16 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from adapters.postgres import postings
-from codebase_core import lexical
-from codebase_core.models import (
+from codebase_mcp_search.adapters.postgres import postings
+from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
     Chunk,
     context_lines,
     file_extension,
     split_lines,
 )
-from codebase_core.ports import IndexedFile
+from codebase_mcp_search.core.ports import IndexedFile
 
 FILE_COLUMNS = ("repo_id", "path", "language", "content_hash", "size", "body")
 CHUNK_COLUMNS = (

@@ -9,11 +9,11 @@ import asyncio
 import contextlib
 from typing import Any
 
-from adapters.postgres._errors import DRIVER_ERRORS
-from adapters.postgres.ann import AnnConfig
-from adapters.postgres.chunk_store.session import ProjectSession
-from adapters.postgres.database import PgDatabase, lock_key
-from adapters.postgres.schema import quote_ident
+from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
+from codebase_mcp_search.adapters.postgres.ann import AnnConfig
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.database import PgDatabase, lock_key
+from codebase_mcp_search.adapters.postgres.schema import quote_ident
 
 
 async def drop_segments(db: ProjectSession) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import asyncpg
 
-from adapters.postgres.database import Workspace, lock_key
-from codebase_core.models import Repository
+from codebase_mcp_search.adapters.postgres.database import Workspace, lock_key
+from codebase_mcp_search.core.models import Repository
 
 
 @dataclass(frozen=True, slots=True)

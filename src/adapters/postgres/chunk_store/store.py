@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from adapters.postgres import postings
-from adapters.postgres._errors import DRIVER_ERRORS
-from adapters.postgres.ann import AnnConfig
-from adapters.postgres.changes import Token
-from adapters.postgres.chunk_store import embedding_cache
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.filters import SqlFilter
-from adapters.postgres.chunk_store.lexical_search import search as bm25_top
-from adapters.postgres.chunk_store.model_guard import ModelGuard
-from adapters.postgres.chunk_store.postings_cache import PostingsCache
-from adapters.postgres.chunk_store.rows import (
+from codebase_mcp_search.adapters.postgres import postings
+from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
+from codebase_mcp_search.adapters.postgres.ann import AnnConfig
+from codebase_mcp_search.adapters.postgres.changes import Token
+from codebase_mcp_search.adapters.postgres.chunk_store import embedding_cache
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import search as bm25_top
+from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import ModelGuard
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import PostingsCache
+from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
     CONTEXT_COLUMNS,
     FILE_COLUMNS,
@@ -33,13 +33,13 @@ from adapters.postgres.chunk_store.rows import (
     chunk_of,
     term_key,
 )
-from adapters.postgres.chunk_store.segments import Segments
-from adapters.postgres.chunk_store.session import ProjectSession
-from adapters.postgres.chunk_store.vector_copy import VectorCopy
-from adapters.postgres.chunk_store.vector_search import VectorSearch
-from adapters.postgres.database import PgDatabase, Workspace, lock_key
-from codebase_core.errors import RepositoryBusy, RepositoryNotFound
-from codebase_core.models import (
+from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
+from codebase_mcp_search.adapters.postgres.database import PgDatabase, Workspace, lock_key
+from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
     Chunk,
     Repository,
@@ -47,7 +47,7 @@ from codebase_core.models import (
     SearchFilters,
     context_lines,
 )
-from codebase_core.ports import IndexedFile
+from codebase_mcp_search.core.ports import IndexedFile
 
 # The text of the chunks a store keeps read (chunk_cache), in characters: 16 MB of ASCII.
 CHUNK_CACHE_CHARS = 16_000_000

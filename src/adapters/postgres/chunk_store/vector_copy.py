@@ -34,12 +34,12 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from adapters.postgres._errors import DRIVER_ERRORS
-from adapters.postgres.changes import Token
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
-from adapters.postgres.chunk_store.session import ProjectSession
-from codebase_core.errors import CoreError
-from codebase_core.models import ScoredChunk
+from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
+from codebase_mcp_search.adapters.postgres.changes import Token
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.core.errors import CoreError
+from codebase_mcp_search.core.models import ScoredChunk
 
 log = logging.getLogger(__name__)
 

@@ -14,14 +14,18 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from adapters.postgres.ann import AnnConfig
-from adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from adapters.postgres.chunk_store.filters import NO_FILTERS, SqlFilter, narrowed
-from adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
-from adapters.postgres.chunk_store.session import ProjectSession
-from adapters.postgres.chunk_store.vector_copy import VectorCopy
-from codebase_core.model_rule import HeldVectors, check_one_model
-from codebase_core.models import ScoredChunk, SearchFilters
+from codebase_mcp_search.adapters.postgres.ann import AnnConfig
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import (
+    NO_FILTERS,
+    SqlFilter,
+    narrowed,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
+from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
+from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Filters whose matches a store remembers (see VectorSearch.matches).
 MATCHES_CACHED = 32

@@ -8,12 +8,12 @@
 - ``progress``: the progress callback, cancellation token and live counts a caller hands a run.
 """
 
-from codebase_core.services.indexing.progress import (
+from codebase_mcp_search.core.services.indexing.progress import (
     CancellationToken,
     ProgressCallback,
     RunCounts,
 )
-from codebase_core.services.indexing.service import IndexingService, IndexRun
+from codebase_mcp_search.core.services.indexing.service import IndexingService, IndexRun
 
 __all__ = [
     "CancellationToken",

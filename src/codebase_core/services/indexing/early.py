@@ -14,8 +14,8 @@ import collections
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from codebase_core.models import ScanEntry, ScanResult
-from codebase_core.services.indexing.pipeline import Prepared, Preparing, Unit
+from codebase_mcp_search.core.models import ScanEntry, ScanResult
+from codebase_mcp_search.core.services.indexing.pipeline import Prepared, Preparing, Unit
 
 # At most this many files are chunked before the run knows which files changed.
 EARLY_FILES = 4096

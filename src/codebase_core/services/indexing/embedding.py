@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
-from codebase_core.chunking import PreparedFile
-from codebase_core.errors import EmbedderUnavailable
-from codebase_core.ports import ChunkStore, Embedder
+from codebase_mcp_search.core.chunking import PreparedFile
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.ports import ChunkStore, Embedder
 
 
 async def attach_vectors(

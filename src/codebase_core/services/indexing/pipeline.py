@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codebase_core.chunking import PreparedFile
-from codebase_core.errors import CoreError, FileUnreadable
-from codebase_core.models import FileError, ScanEntry
-from codebase_core.ports import ChunkingRun, SourceTree
-from codebase_core.services.indexing.progress import CancellationToken
+from codebase_mcp_search.core.chunking import PreparedFile
+from codebase_mcp_search.core.errors import CoreError, FileUnreadable
+from codebase_mcp_search.core.models import FileError, ScanEntry
+from codebase_mcp_search.core.ports import ChunkingRun, SourceTree
+from codebase_mcp_search.core.services.indexing.progress import CancellationToken
 
 # Batch writes in flight at once: the store prepares one (COPY data, in a thread) while the
 # database takes the other. Two keep both busy; more would only hold more batches in memory.

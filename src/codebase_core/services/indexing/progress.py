@@ -6,8 +6,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from codebase_core.errors import Cancelled
-from codebase_core.models import ProgressPhase
+from codebase_mcp_search.core.errors import Cancelled
+from codebase_mcp_search.core.models import ProgressPhase
 
 ProgressCallback = Callable[[ProgressPhase, int, int], Awaitable[None] | None]
 

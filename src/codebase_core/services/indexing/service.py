@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
 
-from codebase_core import defaults
-from codebase_core.chunking import PreparedFile, ThreadChunking
-from codebase_core.errors import RepositoryBusy, ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.chunking import PreparedFile, ThreadChunking
+from codebase_mcp_search.core.errors import RepositoryBusy, ValidationFailed
+from codebase_mcp_search.core.models import (
     IndexResult,
     Repository,
     ScanResult,
     repository_id_for,
     utcnow,
 )
-from codebase_core.ports import (
+from codebase_mcp_search.core.ports import (
     Chunker,
     ChunkingPool,
     ChunkingRun,
@@ -35,11 +35,11 @@ from codebase_core.ports import (
     SourceTree,
     TokenCounter,
 )
-from codebase_core.services.indexing import decisions
-from codebase_core.services.indexing.early import EarlyChunking
-from codebase_core.services.indexing.embedding import attach_vectors
-from codebase_core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
-from codebase_core.services.indexing.progress import (
+from codebase_mcp_search.core.services.indexing import decisions
+from codebase_mcp_search.core.services.indexing.early import EarlyChunking
+from codebase_mcp_search.core.services.indexing.embedding import attach_vectors
+from codebase_mcp_search.core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
+from codebase_mcp_search.core.services.indexing.progress import (
     CancellationToken,
     ProgressCallback,
     RunCounts,

@@ -5,8 +5,8 @@
 - ``progress``: a run's reports turned into one growing percentage, a message and an ETA.
 """
 
-from codebase_core.services.jobs.progress import JobProgressTracker
-from codebase_core.services.jobs.service import JobService
-from codebase_core.services.jobs.worker import JobRunner, JobWorker, WorkerConfig
+from codebase_mcp_search.core.services.jobs.progress import JobProgressTracker
+from codebase_mcp_search.core.services.jobs.service import JobService
+from codebase_mcp_search.core.services.jobs.worker import JobRunner, JobWorker, WorkerConfig
 
 __all__ = ["JobProgressTracker", "JobRunner", "JobService", "JobWorker", "WorkerConfig"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from codebase_core.models import JobProgress, ProgressPhase
-from codebase_core.services.indexing.progress import RunCounts
+from codebase_mcp_search.core.models import JobProgress, ProgressPhase
+from codebase_mcp_search.core.services.indexing.progress import RunCounts
 
 SCAN_SHARE = 10.0
 CHUNK_SHARE = 40.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from codebase_core.errors import InvalidLimit, ValidationFailed
-from codebase_core.models import (
+from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.models import (
     MAX_JOB_PAGE,
     Job,
     JobPage,
@@ -15,8 +15,8 @@ from codebase_core.models import (
     new_job_id,
     utcnow,
 )
-from codebase_core.models.base import MAX_OFFSET
-from codebase_core.ports import JobQueue
+from codebase_mcp_search.core.models.base import MAX_OFFSET
+from codebase_mcp_search.core.ports import JobQueue
 
 ESTIMATE_FROM = 20
 """Completed jobs of a project looked at for a repository's last duration."""

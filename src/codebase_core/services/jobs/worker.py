@@ -19,18 +19,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from codebase_core import defaults
-from codebase_core.errors import (
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.errors import (
     Cancelled,
     CoreError,
     EmbedderUnavailable,
     JobLeaseLost,
     StoreUnavailable,
 )
-from codebase_core.models import IndexResult, Job, JobOutcome, JobStatus, steps_to, utcnow
-from codebase_core.ports import JobQueue
-from codebase_core.services.indexing.progress import CancellationToken
-from codebase_core.services.jobs.progress import JobProgressTracker
+from codebase_mcp_search.core.models import (
+    IndexResult,
+    Job,
+    JobOutcome,
+    JobStatus,
+    steps_to,
+    utcnow,
+)
+from codebase_mcp_search.core.ports import JobQueue
+from codebase_mcp_search.core.services.indexing.progress import CancellationToken
+from codebase_mcp_search.core.services.jobs.progress import JobProgressTracker
 
 log = logging.getLogger("codebase_mcp")
 
