@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codebase_mcp_search.adapters.workers import ThreadChunkingPool
 from codebase_mcp_search.core.languages import language_for_path
 from codebase_mcp_search.core.models import (
     Chunk,
@@ -17,6 +18,9 @@ from codebase_mcp_search.core.models import (
     chunk_id_for,
     sha256_hex,
 )
+
+THREADS = ThreadChunkingPool()
+"""Where the tests' indexing services chunk (one thread), unless a test says otherwise."""
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,23 @@
 """The CPU step of indexing: files read from disk become chunks ready to store.
 
 ``chunk_files`` is pure work over strings (tree-sitter parsing and token counting, both
-holding the GIL). Where it runs is a ``ChunkingPool``'s choice (see ``core.ports``):
-``ThreadChunkingPool`` here, the default, runs it in one thread off the event loop; an adapter
-may run it in worker processes.
+holding the GIL). Where it runs, a thread or worker processes, is a ``ChunkingPool``'s choice
+(an adapter: ``adapters.workers``); the core starts no thread of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from codebase_mcp_search.core.models import Chunk, ScanEntry, SourceFile, chunk_id_for, sha256_hex
-
-if TYPE_CHECKING:  # the ports name PreparedFile: import them only to type-check
-    from codebase_mcp_search.core.ports import Chunker, TokenCounter
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedFile:
-    """A file ready to store: its snapshot text, chunks and (optionally) one vector per chunk."""
-
-    file: SourceFile
-    text: str
-    chunks: Sequence[Chunk]
-    vectors: Sequence[Sequence[float]] | None
+from codebase_mcp_search.core.models import (
+    Chunk,
+    PreparedFile,
+    ScanEntry,
+    SourceFile,
+    chunk_id_for,
+    sha256_hex,
+)
+from codebase_mcp_search.core.ports import Chunker, TokenCounter
 
 
 def chunk_files(
@@ -63,28 +54,3 @@ def chunk_files(
         )
         out.append(PreparedFile(file=source, text=text, chunks=chunks, vectors=None))
     return out
-
-
-class ThreadChunkingPool:
-    """The default ``ChunkingPool``: chunks in a thread of this process, one core at most
-    (``workers`` is ignored: threads would only take turns holding the GIL)."""
-
-    def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ThreadChunking:
-        return ThreadChunking(chunker, tokens)
-
-
-class ThreadChunking:
-    """A ``ChunkingRun`` in threads: ``chunk_files`` off the event loop, nothing to shut down."""
-
-    def __init__(self, chunker: Chunker, tokens: TokenCounter) -> None:
-        self._chunker, self._tokens = chunker, tokens
-
-    async def chunk(
-        self, repository_id: str, texts: Sequence[tuple[ScanEntry, str]]
-    ) -> list[PreparedFile]:
-        return await asyncio.to_thread(
-            chunk_files, self._chunker, self._tokens, repository_id, texts
-        )
-
-    async def close(self) -> None:
-        return None

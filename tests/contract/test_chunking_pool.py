@@ -9,8 +9,8 @@ import pytest
 
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
-from codebase_mcp_search.adapters.workers import ProcessChunkingPool
-from codebase_mcp_search.core.chunking import ThreadChunkingPool, chunk_files
+from codebase_mcp_search.adapters.workers import ProcessChunkingPool, ThreadChunkingPool
+from codebase_mcp_search.core.chunking import chunk_files
 from codebase_mcp_search.core.models import ScanEntry, sha256_hex
 from codebase_mcp_search.core.ports import ChunkingPool, ChunkingRun
 

@@ -17,6 +17,7 @@ from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 from codebase_mcp_search.core.models import SearchFilters
 from codebase_mcp_search.core.ports import ChunkStore
 from codebase_mcp_search.core.services import IndexingService
+from tests.factories import THREADS
 
 NO_FILTER = SearchFilters()
 
@@ -39,6 +40,7 @@ def indexing_service(
         chunker=TreeSitterChunker(counter),
         tokens=counter,
         embedder=HashingEmbedder(dimension),
+        chunking_pool=THREADS,
     )
 
 

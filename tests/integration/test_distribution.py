@@ -33,7 +33,7 @@ def test_the_wheel_holds_one_top_level_package(tmp_path: Path) -> None:
         scripts = z.read(entry_points).decode()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {OURS}
-    for sub in ("core/ports.py", "adapters/postgres/__init__.py", "entrypoints/facade.py"):
+    for sub in ("core/ports/store.py", "adapters/postgres/__init__.py", "entrypoints/facade.py"):
         assert f"{OURS}/{sub}" in names
     # Package data travels with its subpackage (the default model's tokenizer).
     assert f"{OURS}/adapters/onnx/minilm/tokenizer.json" in names

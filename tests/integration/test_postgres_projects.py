@@ -18,6 +18,7 @@ from codebase_mcp_search.core.errors import (
 from codebase_mcp_search.core.models import Task, utcnow
 from codebase_mcp_search.core.services import IndexingService
 from tests.conftest import drop_projects_async, new_project_id
+from tests.factories import THREADS
 from tests.integration.pg_helpers import FILES, NO_FILTER, indexing_service
 
 
@@ -70,6 +71,7 @@ async def test_dimension_mismatch_is_refused_with_the_fix(db: PgDatabase, projec
         chunker=TreeSitterChunker(counter),
         tokens=counter,
         embedder=HashingEmbedder(32),
+        chunking_pool=THREADS,
     )
     with pytest.raises(ModelMismatch) as err:
         await service.index("/other")

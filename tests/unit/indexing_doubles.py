@@ -12,6 +12,7 @@ from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 from codebase_mcp_search.core.models import Embeddings
 from codebase_mcp_search.core.services import IndexingService
+from tests.factories import THREADS
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()
@@ -54,7 +55,9 @@ def new_service(
     tree: InMemorySourceTree, store: InMemoryChunkStore, embedder: HashingEmbedder | None
 ) -> IndexingService:
     """A service writing batches of two files."""
-    return IndexingService(store, tree, CHUNKER, TOKENS, embedder, batch_files=2)
+    return IndexingService(
+        store, tree, CHUNKER, TOKENS, embedder, batch_files=2, chunking_pool=THREADS
+    )
 
 
 def numbered_files(n: int, edited: Sequence[int] = ()) -> dict[str, bytes]:

@@ -16,11 +16,13 @@ from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySour
 from codebase_mcp_search.adapters.workers import ProcessChunkingPool
 from codebase_mcp_search.adapters.workers import pool as workers_pool
 from codebase_mcp_search.adapters.workers.pool import ProcessChunkingRun
+from codebase_mcp_search.adapters.workers.threads import ThreadChunkingRun
 from codebase_mcp_search.core import chunking
 from codebase_mcp_search.core.models import IndexResult, IndexStatus
 from codebase_mcp_search.core.ports import Chunker, TokenCounter
 from codebase_mcp_search.core.services import IndexingService
 from codebase_mcp_search.core.services.indexing import early
+from tests.factories import THREADS
 from tests.unit.indexing_doubles import (
     CHUNKER,
     FILES,
@@ -81,7 +83,9 @@ async def _early_run(
 ) -> tuple[_RecordingChunker, IndexResult]:
     """Index with the lock held back until every file was chunked early (in a thread)."""
     chunker = _RecordingChunker(store)
-    service = IndexingService(store, tree, chunker, TOKENS, HashingEmbedder(64), batch_files=3)  # type: ignore[arg-type]
+    service = IndexingService(
+        store, tree, chunker, TOKENS, HashingEmbedder(64), batch_files=3, chunking_pool=THREADS
+    )  # type: ignore[arg-type]
     store.gate.clear()
     run = asyncio.create_task(service.index(ROOT))
     n_files = len((await tree.scan(ROOT)).files)
@@ -128,7 +132,9 @@ async def test_early_chunking_stops_at_its_file_limit_and_when_the_lock_is_held(
     store = _GatedLockStore()
     chunker = _RecordingChunker(store)
     tree = InMemorySourceTree({ROOT: numbered_files(12)})
-    service = IndexingService(store, tree, chunker, TOKENS, None, batch_files=2)  # type: ignore[arg-type]
+    service = IndexingService(
+        store, tree, chunker, TOKENS, None, batch_files=2, chunking_pool=THREADS
+    )  # type: ignore[arg-type]
     store.gate.clear()
     run = asyncio.create_task(service.index(ROOT))
     await chunker.wait_for(4)
@@ -193,13 +199,15 @@ def _fail(*args: object) -> NoReturn:
 
 
 class _CountingPool(ProcessChunkingPool):
-    """Worker processes, counting the runs started."""
+    """Worker processes, counting the runs that start them (one worker is a thread)."""
 
     def __init__(self) -> None:
         self.started = 0
 
-    def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessChunkingRun:
-        self.started += 1
+    def start(
+        self, workers: int, chunker: Chunker, tokens: TokenCounter
+    ) -> ProcessChunkingRun | ThreadChunkingRun:
+        self.started += workers > 1
         return super().start(workers, chunker, tokens)
 
 
@@ -244,7 +252,7 @@ async def test_worker_processes_start_only_for_files_that_changed(
     edited = await run
     assert edited.files_indexed == 27 and pool.started == 2  # one more, for the 26 left
     reference = InMemoryChunkStore()
-    await IndexingService(reference, tree, CHUNKER, TOKENS, None).index(ROOT)
+    await IndexingService(reference, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
     assert dump(await store.chunks(edited.repository_id)) == dump(
         await reference.chunks(edited.repository_id)
     )

@@ -17,6 +17,7 @@ from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models import Embeddings, repository_id_for
 from codebase_mcp_search.core.services import IndexingService
 from codebase_mcp_search.core.services.indexing import pipeline
+from tests.factories import THREADS
 from tests.unit.indexing_doubles import (
     CHUNKER,
     ROOT,
@@ -63,6 +64,7 @@ async def test_the_next_batch_is_embedded_while_the_last_one_is_written() -> Non
         CHUNKER,
         TOKENS,
         _SignallingEmbedder(started),
+        chunking_pool=THREADS,
         batch_files=2,
     )
     result = await service.index(ROOT)
@@ -81,6 +83,7 @@ def _numbered(store: InMemoryChunkStore, n_files: int, batch_files: int) -> Inde
         CHUNKER,
         TOKENS,
         HashingEmbedder(64),
+        chunking_pool=THREADS,
         batch_files=batch_files,
     )
 
@@ -157,7 +160,9 @@ class _SlowLockStore(InMemoryChunkStore):
 
 async def test_the_scan_runs_while_the_lock_is_taken() -> None:
     tree = _ScanFirstTree({ROOT: {"a.py": b"def a():\n    return 1\n"}})
-    service = IndexingService(_SlowLockStore(tree), tree, CHUNKER, TOKENS, HashingEmbedder(64))
+    service = IndexingService(
+        _SlowLockStore(tree), tree, CHUNKER, TOKENS, HashingEmbedder(64), chunking_pool=THREADS
+    )
     result = await service.index(ROOT)
     assert result.files_indexed == 1 and tree.scans == 1
 
@@ -165,9 +170,13 @@ async def test_the_scan_runs_while_the_lock_is_taken() -> None:
 async def test_a_run_that_waited_for_the_lock_scans_again() -> None:
     tree = _ScanFirstTree({ROOT: {"a.py": b"def a():\n    return 1\n"}})
     store = HeldStore()
-    first = asyncio.create_task(IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT))
+    first = asyncio.create_task(
+        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+    )
     await store.writing.wait()  # the first run holds the lock
-    second = asyncio.create_task(IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT))
+    second = asyncio.create_task(
+        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+    )
     await asyncio.sleep(0.05)  # its first scan is done; it waits for the lock
     assert tree.scans == 2 and not second.done()
     tree.put(ROOT, "b.py", "def b():\n    return 2\n")  # written while the second run waits
@@ -180,6 +189,8 @@ async def test_a_run_that_waited_for_the_lock_scans_again() -> None:
 
 async def test_a_bad_root_fails_the_run_without_a_stray_scan_error() -> None:
     store = InMemoryChunkStore()
-    service = IndexingService(store, InMemorySourceTree({}), CHUNKER, TOKENS, None)
+    service = IndexingService(
+        store, InMemorySourceTree({}), CHUNKER, TOKENS, None, chunking_pool=THREADS
+    )
     with pytest.raises(ValidationFailed):
         await service.index("/no/such/root")

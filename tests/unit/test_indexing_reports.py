@@ -9,6 +9,7 @@ from codebase_mcp_search.adapters.filesystem import LocalSourceTree
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.core.models import SkippedFile, SkipReason
 from codebase_mcp_search.core.services import IndexingService
+from tests.factories import THREADS
 from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS, CountingEmbedder, new_service
 
 
@@ -54,7 +55,9 @@ async def test_the_result_counts_skipped_files_by_reason_and_lists_them(tmp_path
     (tmp_path / ".env").write_text("TOKEN=x\n")
     (tmp_path / "node_modules" / "x").mkdir(parents=True)
     (tmp_path / "node_modules" / "x" / "i.js").write_text("module.exports = 1\n")
-    service = IndexingService(InMemoryChunkStore(), LocalSourceTree(), CHUNKER, TOKENS, None)
+    service = IndexingService(
+        InMemoryChunkStore(), LocalSourceTree(), CHUNKER, TOKENS, None, chunking_pool=THREADS
+    )
     result = await service.index(str(tmp_path))
     assert result.files_indexed == 1
     assert result.files_skipped == {"lock_file": 2, "secret": 1, "excluded_dir": 1}

@@ -21,6 +21,7 @@ from codebase_mcp_search.core.errors import (
 )
 from codebase_mcp_search.core.models import Embeddings, IndexStatus
 from codebase_mcp_search.core.services import CancellationToken, IndexingService
+from tests.factories import THREADS
 from tests.unit.indexing_doubles import (
     CHUNKER,
     FILES,
@@ -307,6 +308,7 @@ async def test_truncated_chunks_are_counted_in_the_result() -> None:
         CHUNKER,
         TOKENS,
         _TruncatingEmbedder(64),
+        chunking_pool=THREADS,
     )
     result = await service.index(ROOT)
     assert result.chunks_embedded == 2 and result.chunks_truncated == 1

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from codebase_mcp_search.adapters.workers import ProcessChunkingPool
-from codebase_mcp_search.adapters.workers.pool import _process_pool
+from codebase_mcp_search.adapters.workers.pool import ProcessChunkingRun, _process_pool
 from codebase_mcp_search.core.chunking import chunk_files
 from codebase_mcp_search.core.models import ScanEntry, sha256_hex
 from tests.unit.indexing_doubles import CHUNKER, FILES, TOKENS
@@ -47,7 +47,8 @@ def _texts() -> list[tuple[ScanEntry, str]]:
 
 
 async def test_a_killed_worker_s_batch_is_chunked_in_this_process() -> None:
-    run = ProcessChunkingPool().start(1, CHUNKER, TOKENS)
+    run = ProcessChunkingPool().start(2, CHUNKER, TOKENS)
+    assert isinstance(run, ProcessChunkingRun)
     try:
         expected = chunk_files(CHUNKER, TOKENS, "r1", _texts())
         assert await run.chunk("r1", _texts()) == expected

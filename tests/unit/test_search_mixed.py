@@ -14,6 +14,7 @@ from codebase_mcp_search.core.errors import EmbedderUnavailable, ModelMismatch
 from codebase_mcp_search.core.models import SearchMode, SearchQuery
 from codebase_mcp_search.core.ports import Embedder
 from codebase_mcp_search.core.services import IndexingService, SearchService
+from tests.factories import THREADS
 
 TOKENS = TiktokenCounter()
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
@@ -48,7 +49,9 @@ class Provider:
 
 
 async def _index(store: InMemoryChunkStore, root: str, embedder: Embedder | None) -> str:
-    result = await IndexingService(store, TREE, CHUNKER, TOKENS, embedder).index(root)
+    result = await IndexingService(
+        store, TREE, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
+    ).index(root)
     return result.repository_id
 
 
@@ -133,7 +136,9 @@ async def test_a_repository_without_vectors_is_ranked_lexically_in_a_mixed_proje
 
 async def test_indexing_the_lexical_only_repository_adds_its_vectors_without_force() -> None:
     store, _, without_id = await _mixed()
-    again = await IndexingService(store, TREE, CHUNKER, TOKENS, EMB).index("/without")
+    again = await IndexingService(store, TREE, CHUNKER, TOKENS, EMB, chunking_pool=THREADS).index(
+        "/without"
+    )
     assert again.chunks_embedded > 0 and again.files_indexed == 1
     repo = await store.get_repository(without_id)
     assert repo.embedding_model == EMB.model

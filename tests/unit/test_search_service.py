@@ -24,6 +24,7 @@ from codebase_mcp_search.core.errors import (
 from codebase_mcp_search.core.models import Chunk, SearchFilters, SearchMode, SearchQuery
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import IndexingService, SearchService
+from tests.factories import THREADS
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()
@@ -59,7 +60,9 @@ async def _indexed(embedder: HashingEmbedder | None = None) -> tuple[InMemoryChu
     }
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
     store = InMemoryChunkStore()
-    result = await IndexingService(store, tree, CHUNKER, TOKENS, embedder).index(ROOT)
+    result = await IndexingService(
+        store, tree, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
+    ).index(ROOT)
     return store, result.repository_id
 
 
@@ -205,7 +208,7 @@ async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
     tree = InMemorySourceTree({ROOT: {"big.py": text.encode()}})
     store = InMemoryChunkStore()
     chunker = TreeSitterChunker(TOKENS, max_tokens=200)
-    await IndexingService(store, tree, chunker, TOKENS, None).index(ROOT)
+    await IndexingService(store, tree, chunker, TOKENS, None, chunking_pool=THREADS).index(ROOT)
     chunks = await store.chunks((await store.list_repositories())[0].id)
     assert len(chunks) > 2
     result = await SearchService(store, None).search(
@@ -277,7 +280,7 @@ async def test_the_stale_check_reads_hashes_only_of_files_touched_since_the_inde
     files = {"pkg/helpers.py": HELPERS, "pkg/text/slug.py": DUPLICATE}
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
     store = _HashReadingStore()
-    await IndexingService(store, tree, CHUNKER, TOKENS, None).index(ROOT)
+    await IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
     store.hashes_read.clear()  # the indexing run's own
     service = SearchService(store, None, source=tree)
     query = SearchQuery.build("send email slugify text", mode="lexical")

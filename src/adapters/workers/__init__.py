@@ -1,5 +1,7 @@
-"""Worker processes that chunk files on several cores (the ``ChunkingPool`` port)."""
+"""Where chunking runs (the ``ChunkingPool`` port): a thread, or worker processes on several
+cores."""
 
 from codebase_mcp_search.adapters.workers.pool import ProcessChunkingPool
+from codebase_mcp_search.adapters.workers.threads import ThreadChunkingPool
 
-__all__ = ["ProcessChunkingPool"]
+__all__ = ["ProcessChunkingPool", "ThreadChunkingPool"]

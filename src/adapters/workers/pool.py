@@ -1,5 +1,8 @@
 """ProcessChunkingPool: a ``ChunkingPool`` of spawned processes (``concurrent.futures``).
 
+One worker asked for is one thread (``ThreadChunkingPool``): a process would cost its start-up
+and gain nothing over a thread of this one.
+
 Each run gets its own ``ProcessPoolExecutor``: its workers receive the chunker and token
 counter once, in their initializer, and then chunk one batch per task. Processes are spawned,
 not forked: a forked copy of a process running an event loop, threads and database
@@ -20,15 +23,20 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from codebase_mcp_search.core.chunking import PreparedFile, chunk_files
-from codebase_mcp_search.core.models import ScanEntry
+from codebase_mcp_search.adapters.workers.threads import ThreadChunkingPool, ThreadChunkingRun
+from codebase_mcp_search.core.chunking import chunk_files
+from codebase_mcp_search.core.models import PreparedFile, ScanEntry
 from codebase_mcp_search.core.ports import Chunker, TokenCounter
 
 
 class ProcessChunkingPool:
     """Spawned worker processes (``concurrent.futures``) chunking the files of one run."""
 
-    def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ProcessChunkingRun:
+    def start(
+        self, workers: int, chunker: Chunker, tokens: TokenCounter
+    ) -> ProcessChunkingRun | ThreadChunkingRun:
+        if workers <= 1:
+            return ThreadChunkingPool().start(1, chunker, tokens)
         return ProcessChunkingRun(_process_pool(workers, chunker, tokens), chunker, tokens)
 
 

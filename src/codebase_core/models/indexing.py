@@ -127,6 +127,19 @@ class Embeddings:
     truncated: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """A file ready to store: its snapshot text, chunks and (optionally) one vector per chunk.
+
+    A dataclass: an indexing run builds one per changed file, and its chunks are validated
+    ``Chunk``s already."""
+
+    file: SourceFile
+    text: str
+    chunks: Sequence[Chunk]
+    vectors: Sequence[Sequence[float]] | None
+
+
 class IndexStatus(StrEnum):
     SUCCESS = "success"
     PARTIAL = "partial"

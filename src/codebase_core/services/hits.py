@@ -15,7 +15,7 @@ from codebase_mcp_search.core.models import (
     ScoredChunk,
     SearchHit,
 )
-from codebase_mcp_search.core.ports import ChunkStore, SourceTree
+from codebase_mcp_search.core.ports import SearchStore, SourceTree
 from codebase_mcp_search.core.services.together import together
 
 # Two hits of one file whose line ranges share at least this fraction of the shorter range are
@@ -62,7 +62,7 @@ def collapse(ranked: Sequence[ScoredChunk], limit: int) -> list[tuple[ScoredChun
 
 
 async def build_hits(
-    store: ChunkStore,
+    store: SearchStore,
     source: SourceTree | None,
     kept: Sequence[tuple[ScoredChunk, list[Location]]],
     repositories: Mapping[str, Repository] | None = None,
@@ -107,7 +107,7 @@ async def build_hits(
 
 
 async def _stale(
-    store: ChunkStore,
+    store: SearchStore,
     source: SourceTree | None,
     wanted: Mapping[str, set[str]],
     repositories: Mapping[str, Repository],
@@ -120,7 +120,7 @@ async def _stale(
 
 
 async def _changed_on_disk(
-    store: ChunkStore,
+    store: SearchStore,
     source: SourceTree | None,
     repo_id: str,
     paths: set[str],

@@ -51,7 +51,7 @@ from codebase_mcp_search.core.models import (
     SearchQuery,
     SearchResult,
 )
-from codebase_mcp_search.core.ports import ChunkStore, Embedder, SourceTree
+from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.hits import build_hits, collapse
 from codebase_mcp_search.core.services.together import together
@@ -134,7 +134,7 @@ class SearchService:
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: SearchStore,
         embedder: Embedder | EmbedderProvider | None,
         fusion: FusionConfig | None = None,
         source: SourceTree | None = None,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
-from codebase_mcp_search.core.chunking import PreparedFile
 from codebase_mcp_search.core.errors import EmbedderUnavailable
-from codebase_mcp_search.core.ports import ChunkStore, Embedder
+from codebase_mcp_search.core.models import PreparedFile
+from codebase_mcp_search.core.ports import Embedder, EmbeddingCache
 
 
 async def attach_vectors(
-    store: ChunkStore,
+    cache: EmbeddingCache,
     embedder: Embedder,
     prepared: list[PreparedFile],
     embedding: Callable[[int], Awaitable[None]] | None = None,
@@ -31,7 +31,7 @@ async def attach_vectors(
     if not texts_by_hash:
         return 0, 0, 0
     known: dict[str, Sequence[float]] = dict(
-        await store.cached_embeddings(model, list(texts_by_hash))
+        await cache.cached_embeddings(model, list(texts_by_hash))
     )
     missing = [h for h in texts_by_hash if h not in known]
     truncated = 0
@@ -45,7 +45,7 @@ async def attach_vectors(
             )
         truncated = result.truncated
         # No cache_embeddings here: replace_files makes the vectors it stores available to
-        # cached_embeddings (see ChunkStore), so a large first index writes them once.
+        # cached_embeddings (see ChunkWriter), so a large first index writes them once.
         known.update(zip(missing, result.vectors, strict=True))
     for i, p in enumerate(prepared):
         prepared[i] = dataclasses.replace(p, vectors=[known[c.content_hash] for c in p.chunks])

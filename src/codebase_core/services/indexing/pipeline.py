@@ -17,9 +17,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codebase_mcp_search.core.chunking import PreparedFile
 from codebase_mcp_search.core.errors import CoreError, FileUnreadable
-from codebase_mcp_search.core.models import FileError, ScanEntry
+from codebase_mcp_search.core.models import FileError, PreparedFile, ScanEntry
 from codebase_mcp_search.core.ports import ChunkingRun, SourceTree
 from codebase_mcp_search.core.services.indexing.progress import CancellationToken
 

@@ -17,10 +17,10 @@ from datetime import datetime
 from pathlib import PurePath
 
 from codebase_mcp_search.core import defaults
-from codebase_mcp_search.core.chunking import PreparedFile, ThreadChunking
 from codebase_mcp_search.core.errors import RepositoryBusy, ValidationFailed
 from codebase_mcp_search.core.models import (
     IndexResult,
+    PreparedFile,
     Repository,
     ScanResult,
     repository_id_for,
@@ -30,8 +30,8 @@ from codebase_mcp_search.core.ports import (
     Chunker,
     ChunkingPool,
     ChunkingRun,
-    ChunkStore,
     Embedder,
+    IndexStore,
     SourceTree,
     TokenCounter,
 )
@@ -70,23 +70,24 @@ class IndexRun:
 class IndexingService:
     """Scans a repository, diffs by content hash, chunks, embeds and writes what changed.
 
-    Chunking is CPU-bound Python (tree-sitter and tiktoken hold the GIL): given a
-    ``chunking_pool`` (worker processes), ``workers`` > 1 and at least ``pool_min_files``
-    changed files, batches are chunked by that many workers (the chunker and token counter
-    must then be picklable), else in one thread.
+    Chunking is CPU-bound Python (tree-sitter and tiktoken hold the GIL): it runs in
+    ``chunking_pool`` (an adapter's), in one thread unless ``workers`` > 1 and at least
+    ``pool_min_files`` files changed, when batches are chunked by that many workers (the
+    chunker and token counter must then be picklable).
     """
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: IndexStore,
         source: SourceTree,
         chunker: Chunker,
         tokens: TokenCounter,
         embedder: Embedder | None,
+        *,
+        chunking_pool: ChunkingPool,
         batch_files: int = defaults.INDEX_BATCH_FILES,
         workers: int | None = None,
         pool_min_files: int = defaults.INDEX_POOL_MIN_FILES,
-        chunking_pool: ChunkingPool | None = None,
     ) -> None:
         workers = defaults.index_workers() if workers is None else workers
         if batch_files < 1 or workers < 1 or pool_min_files < 0:
@@ -131,7 +132,7 @@ class IndexingService:
         # the embedded server. So does chunking of the first files scanned, in a thread.
         began = utcnow()
         scan = asyncio.ensure_future(self._source.scan(root))
-        threads = ThreadChunking(self._chunker, self._tokens)
+        threads = self._pool.start(1, self._chunker, self._tokens)
         early = EarlyChunking(
             lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
             self._batch_files,
@@ -169,6 +170,7 @@ class IndexingService:
                 return await self._index_locked(run)
         finally:
             await early.close()
+            await threads.close()
             _discard(run.scan)
         raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
 
@@ -239,12 +241,12 @@ class IndexingService:
         def start_chunking() -> tuple[ChunkingRun, int]:
             """Worker processes for many changed files (one batch each, one more ahead),
             else one thread."""
-            if self._pool is not None and decisions.use_workers(
+            if decisions.use_workers(
                 self._workers, len(rest), min_files=self._pool_min_files, batch_files=size
             ):
                 processes = self._pool.start(self._workers, self._chunker, self._tokens)
                 return processes, self._workers + 1
-            return ThreadChunking(self._chunker, self._tokens), 1
+            return self._pool.start(1, self._chunker, self._tokens), 1
 
         prepare = functools.partial(read_and_chunk, self._source, run.root, run.repo_id)
         await run_batches(units, Stages(prepare, embed, write), start_chunking, run.token, errors)

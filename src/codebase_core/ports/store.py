@@ -1,0 +1,196 @@
+"""The chunk store, by role: a project's repositories, its files' indexed snapshots, the writing
+of them, the retrieval of chunks for a search, and the embedding cache.
+
+``ChunkStore`` is every role at once (what an adapter implements); a service depends on the
+roles it uses: ``IndexStore`` for indexing, ``SearchStore`` for search, ``RepositoryCatalog``
+alone for listing and removing repositories. Contracts shared by every role:
+
+- One store is one project. Unknown repository ids raise ``RepositoryNotFound`` where a
+  method takes one to act on; infrastructure failures raise ``StoreUnavailable``.
+- One embedding model per store: vectors of two models are never compared (see
+  ``RepositoryCatalog.save_repository``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
+
+from codebase_mcp_search.core.models import (
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    SourceFile,
+)
+
+
+class IndexedFile(Protocol):
+    """What ``ChunkWriter.replace_files`` stores for one file (``models.PreparedFile`` is one)."""
+
+    @property
+    def file(self) -> SourceFile: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def chunks(self) -> Sequence[Chunk]: ...
+    @property
+    def vectors(self) -> Sequence[Sequence[float]] | None: ...
+
+
+@runtime_checkable
+class RepositoryCatalog(Protocol):
+    """The repositories of a project.
+
+    Contract: repositories read back carry live ``file_count`` and ``chunk_count`` computed by
+    the store (the values given to ``save_repository`` are ignored). ``save_repository`` with
+    a model other than the one whose vectors the store holds raises ``ModelMismatch`` while
+    another repository holds such vectors; otherwise it switches the store to the new model and
+    drops this repository's old vectors.
+    """
+
+    async def save_repository(self, repository: Repository) -> None:
+        """Insert or replace a repository's metadata (keyed by id)."""
+        ...
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        """The repository with this id; ``RepositoryNotFound`` otherwise."""
+        ...
+
+    async def find_repository(self, path: str) -> Repository | None:
+        """The repository rooted at this absolute path, if indexed."""
+        ...
+
+    async def list_repositories(self) -> list[Repository]:
+        """Every repository, by name then id."""
+        ...
+
+    async def delete_repository(self, repository_id: str) -> None:
+        """Remove a repository with all its files and chunks; ``RepositoryNotFound`` if absent."""
+        ...
+
+
+@runtime_checkable
+class FileSnapshots(Protocol):
+    """What is indexed of each file: its content hash, its text and its chunks."""
+
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        """Indexed files of a repository (or those of ``paths`` that are indexed): relative
+        path to content hash."""
+        ...
+
+    async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
+        """The indexed snapshot text of the given files (missing ones are left out)."""
+        ...
+
+    async def chunks(self, repository_id: str) -> list[Chunk]:
+        """Every chunk of a repository, by (file_path, start_line, end_line)."""
+        ...
+
+
+@runtime_checkable
+class ChunkWriter(Protocol):
+    """The writes of an indexing run.
+
+    Contract:
+    - ``replace_files`` replaces, for each file given, every chunk and the stored text of that
+      file in one atomic step: a concurrent reader sees the old chunks or the new, never a mix.
+      ``vectors`` is None (lexical only) or holds one vector per chunk, in order. Vectors
+      stored this way are served by ``EmbeddingCache.cached_embeddings`` under the
+      repository's embedding model, also after their chunks are replaced or deleted.
+    - ``indexing_lock`` serialises indexing of one repository (across processes where the
+      store is shared); with ``wait=False`` a held lock raises ``RepositoryBusy``.
+    - ``optimize`` finishes index maintenance after a run of writes (it may be slow; a no-op
+      where there is nothing to build).
+    """
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        """Atomically replace each file's text and chunks (and vectors)."""
+        ...
+
+    async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
+        """Remove files and their chunks; returns how many files were removed."""
+        ...
+
+    def indexing_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        """Held while one indexing run writes this repository."""
+        ...
+
+    async def optimize(self) -> None:
+        """Build what searches rely on after writes (ANN indexes); see class doc."""
+        ...
+
+
+@runtime_checkable
+class ChunkRetrieval(Protocol):
+    """The candidates of a search, and the context of its hits.
+
+    Contract:
+    - ``vector_search`` ranks chunks that have vectors by cosine similarity (score in [-1, 1]),
+      descending, ties by (file_path, start_line); it returns the top ``limit`` passing
+      ``filters`` and the count of all chunks with vectors that pass them.
+    - ``lexical_search`` ranks by BM25 (``core.lexical``: same analyser, k1 and b; document
+      statistics over every chunk in the store) the chunks containing at least one of
+      ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the count
+      of all chunks passing the filters that contain a term.
+    """
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """Top chunks by cosine similarity, and the number of candidates (see class doc)."""
+        ...
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
+        ...
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        """Chunks meeting ``filters`` whose symbol holds one of ``names`` exactly (the rule of
+        ``models.symbol_names``: a qualified symbol's last part; each of a merged chunk's),
+        at most ``limit``, by (file_path, start_line, end_line, id). An indexed lookup, not a
+        scan: a search calls it for every name it is asked."""
+        ...
+
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
+        """For each of ``chunks`` still indexed, by id: the ``CONTEXT_LINES`` lines before
+        and after it in its file's indexed text, each group joined by ``\\n`` (what
+        ``models.context_lines`` gives). A search asks this of its hits only."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    """Vectors by (model, chunk content hash): an unchanged chunk is never embedded twice."""
+
+    async def cached_embeddings(
+        self, model: str, content_hashes: Sequence[str]
+    ) -> dict[str, list[float]]:
+        """Cached vectors for (model, chunk content hash); unknown hashes are left out."""
+        ...
+
+    async def cache_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Remember vectors by (model, chunk content hash)."""
+        ...
+
+
+@runtime_checkable
+class IndexStore(RepositoryCatalog, FileSnapshots, ChunkWriter, EmbeddingCache, Protocol):
+    """The roles an indexing run uses."""
+
+
+@runtime_checkable
+class SearchStore(RepositoryCatalog, FileSnapshots, ChunkRetrieval, Protocol):
+    """The roles a search uses (the snapshots' hashes tell its stale hits)."""
+
+
+@runtime_checkable
+class ChunkStore(IndexStore, SearchStore, Protocol):
+    """Every role of one project's store: what a store adapter implements."""
