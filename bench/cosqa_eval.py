@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness import open_bench
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
-from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -79,7 +79,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         root = Path(tmp) / "cosqa"
         queries, n_functions = write_corpus(Path(args.data), root)
         settings = Settings(store="memory", embedder=args.embedder)
-        async with open_codebase(settings) as cb:
+        async with open_bench(settings) as bench:
+            cb = bench.codebase
             t0 = time.perf_counter()
             indexed = await cb.index(root)
             index_s = time.perf_counter() - t0
@@ -101,7 +102,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     latencies: list[float] = []
                     for text, g in queries:
                         t = time.perf_counter()
-                        result = await ranked_search(cb, ranking, text, mode)
+                        result = await ranked_search(bench, ranking, text, mode)
                         latencies.append((time.perf_counter() - t) * 1000)
                         ranks.append(rank_of(result.hits, g.path, g.start, g.end))
                     key = mode if variant == "default" else f"{mode}/{variant}"

@@ -39,6 +39,7 @@ DEFAULT_SOURCES = [str(STDLIB / d) for d in ("json", "email", "logging", "http",
 async def _child(args: argparse.Namespace) -> dict[str, Any]:
     """One run in this (fresh) process: load, index, raw encode."""
     from codebase_mcp_search.entrypoints.container import running_container
+    from codebase_mcp_search.entrypoints.requests import index_request
     from codebase_mcp_search.entrypoints.settings import Settings
 
     settings = Settings(
@@ -61,7 +62,7 @@ async def _child(args: argparse.Namespace) -> dict[str, Any]:
         # first: the run times indexing, not setting up a database.
         await store.list_repositories()
         t0 = time.perf_counter()
-        result = await indexing.index(args.root)
+        result = await indexing.index(index_request(args.root))
         index_s = time.perf_counter() - t0
         texts: dict[str, str] = {}
         for c in await store.chunks(result.repository_id):

@@ -54,7 +54,7 @@ def _default_repo() -> Path:
 async def _seed_finished(settings: Settings, n: int) -> None:
     """``n`` finished jobs in the queue (as a week of use would leave)."""
     async with open_workspaces(settings) as ws:
-        queue = (await ws.jobs()).queue
+        queue = ws.jobs.queue
         for i in range(n):
             job = await queue.submit(
                 Job(

@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.harness import open_bench
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
-from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 
 QUERIES = Path(__file__).resolve().parent / "own_eval_queries.json"
@@ -41,7 +41,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             roots[name] = Path(tmp) / name
             shutil.copytree(pkg_dir, roots[name], ignore=shutil.ignore_patterns("__pycache__"))
         settings = Settings(store="memory", embedder=args.embedder)
-        async with open_codebase(settings) as cb:
+        async with open_bench(settings) as bench:
+            cb = bench.codebase
             repo_ids = {name: (await cb.index(root)).repository_id for name, root in roots.items()}
             out: dict[str, Any] = {"embedder": args.embedder, "queries": len(spec["queries"])}
             for mode in args.modes.split(","):
@@ -51,7 +52,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     misses = []
                     for q in spec["queries"]:
                         result = await ranked_search(
-                            cb, ranking, q["query"], mode, repository_id=repo_ids[q["corpus"]]
+                            bench, ranking, q["query"], mode, repository_id=repo_ids[q["corpus"]]
                         )
                         r = rank_of(result.hits, q["path"], q["start_line"], q["end_line"])
                         ranks.append(r)

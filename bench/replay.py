@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import repo_search
+from bench.harness import open_bench
 from bench.retrieval import metrics, rank_of, ranking_variants
+from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
@@ -36,7 +38,6 @@ from codebase_mcp_search.core.models import (
 )
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import SearchService
-from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 
 DEPTH = 200
@@ -130,18 +131,18 @@ async def _record_one(
     settings: Settings, root: Path, queries: list[tuple[str, str | None]], cache: Path
 ) -> dict[str, Any]:
     """Index ``root`` and record every query (text, repository to filter by or None)."""
-    async with open_codebase(settings) as cb:
-        await repo_search._seed_vectors(cb, cache)
+    async with open_bench(settings) as bench:
+        cb = bench.codebase
+        await repo_search._seed_vectors(bench, cache)
         await cb.index(root)
         (repo,) = await cb.repositories()
         if repo.embedding_model:
-            await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
-        service = await cb.search_service()
-        rec = RecordingStore(cb.store)
-        service._store = rec  # type: ignore[assignment]
+            await repo_search._save_vectors(bench, cache, repo.id, repo.embedding_model)
+        rec = RecordingStore(bench.store)
+        service = await bench.search_service(store=rec)
         vectors: dict[str, list[float]] = {}
-        emb = await service._embedder.get()
-        embedded = service.with_ranking(RankingConfig(embedded_factor=1.0))
+        emb = await bench.embedder()
+        embedded = await bench.search_service(store=rec, ranking=RankingConfig(embedded_factor=1.0))
         for text, _ in queries:
             for mode in ("hybrid", "lexical", "semantic"):
                 await service.search(SearchQuery.build(text, mode=mode, limit=10))
@@ -152,11 +153,11 @@ async def _record_one(
             "vector": rec.vector,
             "lexical": rec.lexical,
             "defs": rec.defs,
-            "repos": await cb.store.list_repositories(),
+            "repos": await cb.repositories(),
             "model": emb.model if emb else None,
             "dimension": emb.dimension if emb else 0,
             "vectors": vectors,
-            "chunks": await cb.store.chunks(repo.id),
+            "chunks": await cb.chunks(repo.id),
         }
 
 
@@ -202,22 +203,25 @@ async def record_own(settings: Settings, out: Path) -> None:
 
     spec = json.loads(QUERIES.read_text())
     with tempfile.TemporaryDirectory(prefix="own-eval-") as tmp:
-        async with open_codebase(settings) as cb:
+        async with open_bench(settings) as bench:
+            cb = bench.codebase
             repo_ids: dict[str, str] = {}
             for name, c in spec["corpora"].items():
                 pkg_dir = Path(importlib.import_module(c["package"]).__file__ or "").parent
                 root = Path(tmp) / name
                 shutil.copytree(pkg_dir, root, ignore=shutil.ignore_patterns("__pycache__"))
                 cache = repo_search.CACHE / f"replay_{settings.embedder}_own_{name}.npz"
-                await repo_search._seed_vectors(cb, cache)
+                await repo_search._seed_vectors(bench, cache)
                 repo_ids[name] = (await cb.index(root)).repository_id
                 repo = await cb.repository(repo_ids[name])
                 if repo.embedding_model:
-                    await repo_search._save_vectors(cb, cache, repo.id, repo.embedding_model)
-            service = await cb.search_service()
-            rec = RecordingStore(cb.store)
-            service._store = rec  # type: ignore[assignment]
-            emb = await service._embedder.get()
+                    await repo_search._save_vectors(bench, cache, repo.id, repo.embedding_model)
+            rec = RecordingStore(bench.store)
+            service = await bench.search_service(store=rec)
+            embedded = await bench.search_service(
+                store=rec, ranking=RankingConfig(embedded_factor=1.0)
+            )
+            emb = await bench.embedder()
             vectors: dict[str, list[float]] = {}
             for q in spec["queries"]:
                 for mode in ("hybrid", "lexical", "semantic"):
@@ -226,7 +230,7 @@ async def record_own(settings: Settings, out: Path) -> None:
                             q["query"], mode=mode, limit=10, repository_id=repo_ids[q["corpus"]]
                         )
                     )
-                await service.with_ranking(RankingConfig(embedded_factor=1.0)).search(
+                await embedded.search(
                     SearchQuery.build(
                         q["query"], mode="lexical", limit=10, repository_id=repo_ids[q["corpus"]]
                     )
@@ -237,7 +241,7 @@ async def record_own(settings: Settings, out: Path) -> None:
                 "vector": rec.vector,
                 "lexical": rec.lexical,
                 "defs": rec.defs,
-                "repos": await cb.store.list_repositories(),
+                "repos": await cb.repositories(),
                 "model": emb.model if emb else None,
                 "dimension": emb.dimension if emb else 0,
                 "vectors": vectors,
@@ -247,15 +251,16 @@ async def record_own(settings: Settings, out: Path) -> None:
     (out / "own.pkl").write_bytes(pickle.dumps(data))
 
 
-async def _service(data: dict[str, Any]) -> SearchService:
+def _service(data: dict[str, Any], variant: Any) -> SearchService:
+    """A search service over the recorded lists, with ``variant``'s ranking and fusion (the
+    product's defaults updated by it)."""
     emb = _Vectors(data["model"], data["dimension"], data["vectors"]) if data["model"] else None
-    return SearchService(_Replay(data), emb)
+    fusion = FusionConfig().model_copy(update=variant.fusion or {})
+    return SearchService(_Replay(data), emb, fusion=fusion, ranking=variant.ranking)
 
 
 async def score_repo(data: dict[str, Any], variant: Any, mode: str) -> list[dict[str, Any]]:
-    svc = (await _service(data)).with_ranking(variant.ranking)
-    fusion = svc.fusion.model_copy(update=variant.fusion) if variant.fusion else None
-    svc = svc.with_ranking(variant.ranking, fusion)
+    svc = _service(data, variant)
     rows = []
     for q in data["queries"]:
         targets = list(q.get("relevant", [])) + list(q.get("secondary", []))
@@ -309,9 +314,7 @@ async def score(args: argparse.Namespace) -> dict[str, Any]:
                 if not cosqa_data:
                     cosqa_data.append(pickle.loads(cosqa.read_bytes()))
                 data = cosqa_data[0]
-                svc = (await _service(data)).with_ranking(v.ranking)
-                fusion = svc.fusion.model_copy(update=v.fusion) if v.fusion else None
-                svc = svc.with_ranking(v.ranking, fusion)
+                svc = _service(data, v)
                 ranks: list[int | None] = []
                 for text, path, start, end in data["queries"]:
                     r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
@@ -324,9 +327,7 @@ async def score(args: argparse.Namespace) -> dict[str, Any]:
                 if not own_data:
                     own_data.append(pickle.loads(own.read_bytes()))
                 data = own_data[0]
-                svc = (await _service(data)).with_ranking(v.ranking)
-                fusion = svc.fusion.model_copy(update=v.fusion) if v.fusion else None
-                svc = svc.with_ranking(v.ranking, fusion)
+                svc = _service(data, v)
                 ranks = []
                 for q in data["queries"]:
                     r = await svc.search(

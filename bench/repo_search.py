@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness import Bench, open_bench
 from bench.retrieval import Variant, emit, ranking_variants
 from codebase_mcp_search.core.models import Chunk, SearchHit, SearchMode, SearchQuery
-from codebase_mcp_search.entrypoints.facade import Codebase, open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -144,15 +144,15 @@ def _write_cache(cache_file: Path, model: str, found: dict[str, list[float]]) ->
     )
 
 
-async def _seed_vectors(cb: Codebase, cache_file: Path) -> None:
+async def _seed_vectors(bench: Bench, cache_file: Path) -> None:
     cached = await asyncio.to_thread(_load_cache, cache_file)
     if cached is not None:
-        await cb.store.cache_embeddings(*cached)
+        await bench.store.cache_embeddings(*cached)
 
 
-async def _save_vectors(cb: Codebase, cache_file: Path, repo_id: str, model: str) -> None:
-    hashes = sorted({c.content_hash for c in await cb.store.chunks(repo_id)})
-    found = await cb.store.cached_embeddings(model, hashes)
+async def _save_vectors(bench: Bench, cache_file: Path, repo_id: str, model: str) -> None:
+    hashes = sorted({c.content_hash for c in await bench.store.chunks(repo_id)})
+    found = await bench.store.cached_embeddings(model, hashes)
     if found:
         await asyncio.to_thread(_write_cache, cache_file, model, found)
 
@@ -168,16 +168,16 @@ async def run_repo(
         root = root / spec["benchmark_root"]
     settings = Settings(store="memory", embedder=args.embedder)
     cache_file = CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
-    async with open_codebase(settings) as cb:
-        await _seed_vectors(cb, cache_file)
+    async with open_bench(settings) as bench:
+        cb = bench.codebase
+        await _seed_vectors(bench, cache_file)
         started = time.perf_counter()
         indexed = await cb.index(root)
         index_s = time.perf_counter() - started
         repo = await cb.repository(indexed.repository_id)
         if repo.embedding_model:
-            await _save_vectors(cb, cache_file, repo.id, repo.embedding_model)
-        chunks = await cb.store.chunks(repo.id)
-        service = await cb.search_service()
+            await _save_vectors(bench, cache_file, repo.id, repo.embedding_model)
+        chunks = await cb.chunks(repo.id)
         out: dict[str, Any] = {
             "chunks": len(chunks),
             "files": indexed.files_indexed,
@@ -185,8 +185,7 @@ async def run_repo(
         }
         for mode in args.modes:
             for variant, cfg in variants.items():
-                fusion = service.fusion.model_copy(update=cfg.fusion) if cfg.fusion else None
-                svc = service.with_ranking(cfg.ranking, fusion)
+                svc = await bench.search_service(ranking=cfg.ranking, fusion=cfg.fusion)
                 scores: list[dict[str, Any]] = []
                 for q in queries:
                     targets = list(q.get("relevant", [])) + list(q.get("secondary", []))

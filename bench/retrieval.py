@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from bench.harness import Bench
 from codebase_mcp_search.core.models import SearchQuery, SearchResult
 from codebase_mcp_search.core.ranking import RankingConfig
-from codebase_mcp_search.entrypoints.facade import Codebase
 
 SLACK_LINES = 20
 
@@ -77,15 +77,14 @@ def ranking_variants(
 
 
 async def ranked_search(
-    cb: Codebase,
+    bench: Bench,
     variant: Variant,
     text: str,
     mode: str,
     limit: int = 10,
     repository_id: str | None = None,
 ) -> SearchResult:
-    """``cb.search`` with another ranking and fusion configuration."""
-    service = await cb.search_service()
-    fusion = service.fusion.model_copy(update=variant.fusion) if variant.fusion else None
+    """A search of ``bench``'s project with another ranking and fusion configuration."""
+    service = await bench.search_service(ranking=variant.ranking, fusion=variant.fusion)
     query = SearchQuery.build(text, mode=mode, limit=limit, repository_id=repository_id)
-    return await service.with_ranking(variant.ranking, fusion).search(query)
+    return await service.search(query)

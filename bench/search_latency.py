@@ -31,12 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.harness import open_bench
 from bench.index_throughput import VERBS, WORDS, generate
 from bench.retrieval import emit
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.core.models import Embeddings, SearchQuery
 from codebase_mcp_search.core.ranking import RankingConfig
-from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings, cli_index_workers
 
 
@@ -121,7 +121,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         source = ", ".join(src for _, src in args.source or [])
         out: dict[str, Any] = {"source": source or f"generated {args.files} files"}
-        async with open_codebase(settings) as cb:
+        async with open_bench(settings) as bench:
+            cb = bench.codebase
             t = time.perf_counter()
             result = await cb.index(root)
             out["index_seconds"] = round(time.perf_counter() - t, 1)
@@ -132,12 +133,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 d: sum(1 for _ in (root / d).rglob("*") if _.is_file()) for d in directories
             }
             # Precomputed query vectors (same model name, so no mismatch).
-            ranked = (await cb.search_service()).with_embedder(
-                await _Precomputed.of(HashingEmbedder(384), qs)
-            )
+            precomputed = await _Precomputed.of(HashingEmbedder(384), qs)
+            ranked = await bench.search_service(embedder=precomputed)
             services = {"": ranked}
             if args.unranked:
-                services["/unranked"] = ranked.with_ranking(RankingConfig(enabled=False))
+                services["/unranked"] = await bench.search_service(
+                    embedder=precomputed, ranking=RankingConfig(enabled=False)
+                )
             for q in qs[:5]:  # warm the pool and plans
                 await ranked.search(SearchQuery.build(q))
             order = list(services.items())
@@ -150,7 +152,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     for rep in range(args.repeat):
                         # Each pass from cold in-process caches (the chunks a store keeps
                         # read): every pass asks the same questions, which no user does.
-                        drop_caches = getattr(cb.store, "drop_caches", None)
+                        drop_caches = getattr(bench.store, "drop_caches", None)
                         if drop_caches is not None:
                             drop_caches()
                         for i, q in enumerate(qs):

@@ -36,6 +36,7 @@ from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import (
     Chunk,
     Embeddings,
+    IndexRequest,
     SearchMode,
     SearchQuery,
 )
@@ -175,9 +176,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         # --force re-chunks (after a chunking setting changed); unchanged texts keep their
         # cached vectors.
-        cosqa = await indexing.index(str(corpora / "cosqa"), force=args.force)
+        cosqa = await indexing.index(IndexRequest.build(str(corpora / "cosqa"), force=args.force))
         own_ids = {
-            n: (await indexing.index(str(r), force=args.force)).repository_id
+            n: (await indexing.index(IndexRequest.build(str(r), force=args.force))).repository_id
             for n, r in own_roots.items()
         }
         index_s = time.perf_counter() - t0

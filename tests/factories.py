@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codebase_mcp_search.adapters.workers import ThreadChunkingPool
+from codebase_mcp_search.core.errors import Hint
 from codebase_mcp_search.core.languages import language_for_path
 from codebase_mcp_search.core.models import (
     Chunk,
@@ -109,3 +110,14 @@ def write_sample_repo(root: Path) -> Path:
         "def slugify(title):\n    return '-'.join(title.lower().split())\n"
     )
     return root
+
+
+def needs_forced_reindex(error: BaseException) -> bool:
+    """A ``ModelMismatch`` whose fix is a forced re-index under one model (``Hint.ONE_MODEL``;
+    each interface says it in its own terms, see ``tests/unit/test_vector_compatibility.py``)."""
+    return getattr(error, "hint", None) is Hint.ONE_MODEL
+
+
+def needs_reindex(error: BaseException) -> bool:
+    """A ``ModelMismatch`` of a repository without vectors, which a plain re-index fixes."""
+    return getattr(error, "hint", None) is Hint.ADD_VECTORS

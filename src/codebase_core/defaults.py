@@ -1,4 +1,4 @@
-"""The default of every tunable, in one place.
+"""The default of every tunable, and every limit a client meets, in one place.
 
 ``entrypoints.settings.Settings`` (the product, configured from the environment) and the
 constructors of the services, configs and adapters (a library user building, say, a
@@ -11,6 +11,31 @@ from __future__ import annotations
 
 import os
 from typing import Final
+
+# --- Limits of requests (the MCP tools' schemas and the CLI's flags show these) ------------
+
+DEFAULT_SEARCH_LIMIT: Final = 10
+MAX_SEARCH_LIMIT: Final = 50
+MAX_QUERY_CHARS: Final = 500
+# Lines of context before and after a hit.
+CONTEXT_LINES: Final = 10
+DEFAULT_TASK_PAGE: Final = 50
+MAX_TASK_PAGE: Final = 100
+DEFAULT_JOB_PAGE: Final = 20
+MAX_JOB_PAGE: Final = 100
+# The largest ``offset`` a listing takes (bounded, like every integer a client sends).
+MAX_OFFSET: Final = 1_000_000
+MAX_REPOSITORY_NAME: Final = 200
+MAX_PATH_CHARS: Final = 4096
+MAX_TITLE: Final = 200
+MAX_DESCRIPTION: Final = 2000
+MAX_NOTES: Final = 5000
+MAX_REFERENCES: Final = 10
+MAX_REFERENCE_CHARS: Final = 500
+MAX_BRANCH_CHARS: Final = 255
+DEFAULT_PROJECT: Final = "default"
+# How long a health or status probe waits for the database, and for a server's model list.
+PROBE_TIMEOUT_S: Final = 2.0
 
 # --- Chunking (adapters.treesitter.TreeSitterChunker) ------------------------------------
 

@@ -1,8 +1,36 @@
-"""Domain errors. Each carries a stable machine-readable ``code`` that clients see."""
+"""Domain errors. Each carries a stable machine-readable ``code`` that clients see.
+
+Messages are neutral: they say what is wrong in the core's field names, never how to fix it in
+one interface's words. Where the fix depends on the interface (which tool or command lists ids,
+how to re-index), the error carries a ``Hint``; each entry point appends the fix in its own
+syntax (MCP parameter and tool names, CLI flags and commands).
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, ClassVar
+
+
+class Hint(StrEnum):
+    """The fix an interface appends to an error, in its own terms."""
+
+    REPOSITORY_ID = "repository_id"
+    """Where repository ids come from."""
+    TASK_ID = "task_id"
+    """Where task ids come from."""
+    JOB_ID = "job_id"
+    """Where job ids come from."""
+    PROJECT = "project"
+    """Which projects exist, and what creates one."""
+    FOLLOW_JOB = "follow_job"
+    """A job already runs for the repository (``details["job_id"]``): follow or cancel it."""
+    ADD_VECTORS = "add_vectors"
+    """A repository without vectors: an incremental re-index adds them (``details["path"]``)."""
+    ONE_MODEL = "one_model"
+    """Vectors of another model: a forced re-index under one model (``details["path"]``)."""
+    SEMANTIC_MODEL = "semantic_model"
+    """A semantic search with no embedding model in use."""
 
 
 def shorten(value: object, limit: int = 80) -> str:
@@ -16,9 +44,10 @@ class CoreError(Exception):
 
     code: ClassVar[str] = "INTERNAL_ERROR"
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, *, hint: Hint | None = None, **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        self.hint = hint
         self.details = details
 
     def __str__(self) -> str:
@@ -30,8 +59,8 @@ class ValidationFailed(CoreError):
 
     code = "VALIDATION_ERROR"
 
-    def __init__(self, field: str, value: Any, rule: str) -> None:
-        super().__init__(f"{field}={shorten(repr(value))}: {rule}", field=field)
+    def __init__(self, field: str, value: Any, rule: str, *, hint: Hint | None = None) -> None:
+        super().__init__(f"{field}={shorten(repr(value))}: {rule}", hint=hint, field=field)
         self.field = field
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from codebase_mcp_search.core.errors import CoreError
-from codebase_mcp_search.entrypoints.container import EmbedderChoice, running_container
+from codebase_mcp_search.entrypoints.container import running_container
+from codebase_mcp_search.entrypoints.embedders import EmbedderChoice
 from codebase_mcp_search.entrypoints.settings import Settings
 
 

@@ -81,7 +81,7 @@ def test_index_json(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["index", "/definitely/not/here"], 2, "VALIDATION_ERROR: repo_path="),
+        (["index", "/definitely/not/here"], 2, "VALIDATION_ERROR: path="),
         (
             ["search", "x", "--limit", "0"],
             2,

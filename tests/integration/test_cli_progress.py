@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint
 from codebase_mcp_search.entrypoints.cli.errors import error_line
 from codebase_mcp_search.entrypoints.cli.main import main
 from codebase_mcp_search.entrypoints.cli.progress import HEARTBEAT_S, IndexProgress
@@ -129,9 +129,11 @@ def test_semantic_search_without_a_model_says_how_to_get_one(
 
 
 def test_the_semantic_model_fix_is_in_cli_syntax() -> None:
-    error = EmbedderUnavailable("semantic search needs an embedding model.", need="semantic_model")
+    error = EmbedderUnavailable(
+        "semantic search needs an embedding model", hint=Hint.SEMANTIC_MODEL
+    )
     line = error_line(error)
-    assert line.startswith("EMBEDDER_UNAVAILABLE: semantic search needs an embedding model. ")
+    assert line.startswith("EMBEDDER_UNAVAILABLE: semantic search needs an embedding model; ")
     assert "--mode lexical" in line and "codebase-mcp index PATH" in line
     other = EmbedderUnavailable("Ollama at http://localhost:11434 does not answer")
     assert error_line(other) == str(other)  # other causes keep their own fix

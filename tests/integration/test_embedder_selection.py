@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from codebase_mcp_search.core.errors import EmbedderUnavailable
-from codebase_mcp_search.entrypoints import container as container_module
+from codebase_mcp_search.entrypoints import embedders
 from codebase_mcp_search.entrypoints.cli.main import main
-from codebase_mcp_search.entrypoints.container import choose_embedder
+from codebase_mcp_search.entrypoints.embedders import choose_embedder
 from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import embedding_server, unused_port
@@ -64,7 +64,7 @@ async def test_auto_skips_an_ollama_without_the_model_for_the_onnx_model(
 async def test_auto_without_ollama_takes_the_onnx_model_even_with_the_extra(
     client: httpx.AsyncClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(container_module, "local_extra_installed", lambda: True)
+    monkeypatch.setattr(embedders, "local_extra_installed", lambda: True)
     url = f"http://127.0.0.1:{unused_port()}"
     choice = await choose_embedder(
         config(embedder="auto", ollama_base_url=url, data_dir=data_dir), client
@@ -78,7 +78,7 @@ async def test_auto_without_ollama_takes_the_onnx_model_even_with_the_extra(
 async def test_auto_without_ollama_the_onnx_model_or_the_extra_is_lexical_only(
     client: httpx.AsyncClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(container_module, "local_extra_installed", lambda: False)
+    monkeypatch.setattr(embedders, "local_extra_installed", lambda: False)
     url = f"http://127.0.0.1:{unused_port()}"
     missing = tmp_path / "no-model"
     choice = await choose_embedder(

@@ -88,7 +88,7 @@ async def test_a_job_of_a_killed_worker_is_finished_by_another(tmp_path: Path, p
                 assert seen.result is not None and seen.result.status.value == "success"
                 repo = await cb.repository_for_path(root)
                 assert repo is not None and repo.file_count == 30
-                resumed = _chunk_keys(await cb.store.chunks(repo.id))
+                resumed = _chunk_keys(await cb.chunks(repo.id))
         finally:
             for proc in workers.values():
                 if proc.poll() is None:
@@ -100,7 +100,7 @@ async def test_a_job_of_a_killed_worker_is_finished_by_another(tmp_path: Path, p
                     proc.kill()
     async with open_codebase(Settings(store="memory", embedder="none")) as fresh:
         result = await fresh.index(root)
-        expected = _chunk_keys(await fresh.store.chunks(result.repository_id))
+        expected = _chunk_keys(await fresh.chunks(result.repository_id))
     assert resumed == expected  # none lost, none duplicated
     survivor = next(p for p in workers.values() if p.returncode != -signal.SIGKILL)
     assert survivor.returncode == 0  # SIGTERM stops a worker cleanly

@@ -15,7 +15,7 @@ import pytest
 
 from codebase_mcp_search.adapters.local import LocalEmbedder
 from codebase_mcp_search.core.models import SearchMode
-from codebase_mcp_search.entrypoints.container import choose_embedder
+from codebase_mcp_search.entrypoints.embedders import choose_embedder
 from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import unused_port

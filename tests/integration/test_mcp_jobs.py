@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from codebase_mcp_search.core.models import new_job_id
+from codebase_mcp_search.core.models import JobQuery, new_job_id
 from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.mcp import build_server
 from codebase_mcp_search.entrypoints.settings import Settings
@@ -277,6 +277,6 @@ async def test_index_repository_goes_through_the_queue(tmp_path: Path, pg_env: s
         assert [j["status"] for j in listed["jobs"]] == ["completed"]
     # The same queue from the library: the job is there for every client to see.
     async with open_codebase(Settings(embedder="hash")) as cb:
-        page = await cb.jobs.list(project_id=cb.project_id)
+        page = await cb.jobs.list(JobQuery.build(project_id=cb.project_id))
         assert page.total_count == 1 and page.jobs[0].result is not None
         assert page.jobs[0].result.files_indexed == 2

@@ -93,8 +93,10 @@ async def test_tools_list_shows_every_tool_with_its_schema(client: Client[Any]) 
         50,
         10,
     )
-    assert props["mode"]["enum"] == ["hybrid", "semantic", "lexical"]
-    assert props["mode"]["default"] == "hybrid"
+    # No mode given: the service decides (hybrid, lexical without vectors), as described.
+    modes = [option.get("enum") for option in props["mode"]["anyOf"]]
+    assert ["hybrid", "semantic", "lexical"] in modes and props["mode"]["default"] is None
+    assert "'hybrid' (the default)" in props["mode"]["description"]
     assert props["response_format"]["enum"] == ["json", "markdown"]
     assert props["detail_level"]["enum"] == ["detailed", "concise"]
     assert props["refresh"]["default"] is False

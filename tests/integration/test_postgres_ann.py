@@ -15,7 +15,7 @@ from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
 from codebase_mcp_search.core.errors import ModelMismatch
-from codebase_mcp_search.core.models import SearchFilters
+from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from codebase_mcp_search.core.ports import ChunkStore
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, indexing_service
@@ -182,7 +182,9 @@ async def test_a_large_load_ends_vacuumed_and_analysed_with_any_pool(
                 await held.enter_async_context(db.connection())
             store = PgChunkStore(db, project, ann=SMALL_ANN)
             files = {path: "\n\n\n".join(pieces) for path, pieces in _corpus(30).items()}
-            result = await asyncio.wait_for(indexing_service(store, files).index("/repo"), 20)
+            result = await asyncio.wait_for(
+                indexing_service(store, files).index(IndexRequest(root="/repo")), 20
+            )
         assert result.chunks_created >= SMALL_ANN.tail_rows
         ws = await store.workspace()
         async with db.connection() as conn:

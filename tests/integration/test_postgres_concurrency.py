@@ -16,6 +16,7 @@ from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, PgTa
 from codebase_mcp_search.core.errors import (
     RepositoryBusy,
 )
+from codebase_mcp_search.core.models import IndexRequest
 from tests.conftest import drop_projects, drop_projects_async, new_project_id
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import FILES, indexing_service
@@ -168,10 +169,10 @@ async def test_service_waits_for_another_indexer(pg_url: str, tmp_path: Path) ->
         events: list[str] = []
         async with s1.indexing_lock(repository_id_for("/repo"), wait=False):
             with pytest.raises(RepositoryBusy):
-                await indexing_service(s2, FILES).index("/repo", wait=False)
+                await indexing_service(s2, FILES).index(IndexRequest(root="/repo"), wait=False)
             run = asyncio.create_task(
                 indexing_service(s2, FILES).index(
-                    "/repo", progress=lambda p, d, t: events.append(p)
+                    IndexRequest(root="/repo"), progress=lambda p, d, t: events.append(p)
                 )
             )
             await asyncio.sleep(0.3)

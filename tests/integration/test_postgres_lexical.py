@@ -16,7 +16,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import blocks_sql
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import SearchFilters
+from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
 
@@ -28,8 +28,8 @@ async def test_lexical_top10_matches_memory_on_a_real_corpus(
         monkeypatch.setattr(lexical_search, "THREAD_POSTINGS", 0)
     files = core_sources()
     pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
-    r1 = await indexing_service(pg, files).index("/repo")
-    r2 = await indexing_service(mem, files).index("/repo")
+    r1 = await indexing_service(pg, files).index(IndexRequest(root="/repo"))
+    r2 = await indexing_service(mem, files).index(IndexRequest(root="/repo"))
     assert r1.chunks_created == r2.chunks_created > 50
     for q in ("parse task status", "BM25 upper bound", "cancellation token", "Repository"):
         for flt in (NO_FILTER, SearchFilters(directory="services")):
@@ -49,7 +49,7 @@ async def test_lexical_plan_sees_one_corpus_stats_row_before_any_analyze(
     """The planner's guess for the never-analysed one-row table must not multiply the
     per-term rows: it once made a fresh index hash all postings to disk (0.5 s a search)."""
     store = PgChunkStore(db, project)
-    await indexing_service(store, core_sources()).index("/repo")
+    await indexing_service(store, core_sources()).index(IndexRequest(root="/repo"))
     ws = await store.workspace()
     keys = [term_key(t) for t in lexical.query_terms("parse task status")]
     flt = SqlFilter(SearchFilters(directory="services"), 2)

@@ -14,7 +14,7 @@ from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import (
     StoreUnavailable,
 )
-from codebase_mcp_search.core.models import SearchFilters
+from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from tests.conftest import drop_projects_async, new_project_id
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
@@ -119,7 +119,7 @@ async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
     db = PgDatabase(pg_url, data_dir=tmp_path)
     try:
         fresh = PgChunkStore(db, written)
-        await indexing_service(fresh, files).index("/repo")
+        await indexing_service(fresh, files).index(IndexRequest(root="/repo"))
         src = (await fresh.workspace()).quoted
         # The same index in a version 6 workspace, its postings one row per (term, chunk).
         ws_name = schema_name(project)
@@ -173,7 +173,7 @@ async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
         edited = dict(files)
         edited["errors.py"] = edited["errors.py"].replace("class ", "class Edited", 3)
         for store in (fresh, upgraded):
-            result = await indexing_service(store, edited).index("/repo")
+            result = await indexing_service(store, edited).index(IndexRequest(root="/repo"))
             assert result.files_indexed == 1
         expected = await _postings_by_place(db, src)
         assert all(r[1] is not None for r in expected)  # no posting of a deleted chunk
@@ -191,7 +191,7 @@ async def test_chunks_written_before_contexts_were_kept_get_them_from_the_file(
     replacement leaves no context of its old chunks behind."""
     files = core_sources()
     store = PgChunkStore(db, project)
-    result = await indexing_service(store, files).index("/repo")
+    result = await indexing_service(store, files).index(IndexRequest(root="/repo"))
     chunks = await store.chunks(result.repository_id)
     assert len(chunks) > 100
     stored = await store.hit_contexts(chunks)
@@ -203,7 +203,7 @@ async def test_chunks_written_before_contexts_were_kept_get_them_from_the_file(
     assert await store.hit_contexts(chunks) == stored
     edited = dict(files)
     edited["errors.py"] = edited["errors.py"].replace("class ", "class Edited", 3)
-    await indexing_service(store, edited).index("/repo")
+    await indexing_service(store, edited).index(IndexRequest(root="/repo"))
     async with db.connection() as conn:
         orphans = await conn.fetchval(
             f"SELECT count(*) FROM {q}.chunk_context x "

@@ -13,7 +13,7 @@ from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import ScoredChunk
+from codebase_mcp_search.core.models import IndexRequest, ScoredChunk
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import (
     NO_FILTER,
@@ -46,8 +46,8 @@ async def test_held_postings_rank_as_the_reference_does(
         monkeypatch.setattr(lexical_search, "THREAD_POSTINGS", 0)
     files = core_sources()
     pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
-    await indexing_service(pg, files).index("/repo")
-    await indexing_service(mem, files).index("/repo")
+    await indexing_service(pg, files).index(IndexRequest(root="/repo"))
+    await indexing_service(mem, files).index(IndexRequest(root="/repo"))
     await listening(pg)
     for _rounds in range(2):  # the terms read, then held
         for q in QUERIES:

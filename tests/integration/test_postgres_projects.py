@@ -15,10 +15,10 @@ from codebase_mcp_search.core.errors import (
     ModelMismatch,
     ValidationFailed,
 )
-from codebase_mcp_search.core.models import Task, utcnow
+from codebase_mcp_search.core.models import IndexRequest, Task, utcnow
 from codebase_mcp_search.core.services import IndexingService
 from tests.conftest import drop_projects_async, new_project_id
-from tests.factories import THREADS
+from tests.factories import THREADS, needs_forced_reindex
 from tests.integration.pg_helpers import FILES, NO_FILTER, indexing_service
 
 
@@ -43,7 +43,7 @@ async def test_projects_are_isolated(db: PgDatabase, pg_url: str) -> None:
     a, b = new_project_id(), new_project_id()
     try:
         store_a, store_b = PgChunkStore(db, a), PgChunkStore(db, b)
-        await indexing_service(store_a, FILES).index("/repo")
+        await indexing_service(store_a, FILES).index(IndexRequest(root="/repo"))
         now = utcnow()
         await PgTaskRepo(db, a).add(
             Task(id="t1", title="only in a", created_at=now, updated_at=now)
@@ -62,7 +62,7 @@ async def test_projects_are_isolated(db: PgDatabase, pg_url: str) -> None:
 
 async def test_dimension_mismatch_is_refused_with_the_fix(db: PgDatabase, project: str) -> None:
     store = PgChunkStore(db, project)
-    await indexing_service(store, FILES, dimension=64).index("/repo")
+    await indexing_service(store, FILES, dimension=64).index(IndexRequest(root="/repo"))
     other = InMemorySourceTree({"/other": {"x.py": b"def other():\n    return 1\n"}})
     counter = TiktokenCounter()
     service = IndexingService(
@@ -74,8 +74,8 @@ async def test_dimension_mismatch_is_refused_with_the_fix(db: PgDatabase, projec
         chunking_pool=THREADS,
     )
     with pytest.raises(ModelMismatch) as err:
-        await service.index("/other")
-    assert "force_reindex" in str(err.value) and "hash-64" in str(err.value)
+        await service.index(IndexRequest(root="/other"))
+    assert needs_forced_reindex(err.value) and "hash-64" in str(err.value)
     with pytest.raises(ModelMismatch):
         await store.vector_search([0.1] * 32, NO_FILTER, 5)
     # Nothing of the refused run was written.
@@ -86,8 +86,10 @@ async def test_forced_reindex_switches_the_only_repository_to_a_new_dimension(
     db: PgDatabase, project: str
 ) -> None:
     store = PgChunkStore(db, project)
-    await indexing_service(store, FILES, dimension=64).index("/repo")
-    result = await indexing_service(store, FILES, dimension=32).index("/repo", force=True)
+    await indexing_service(store, FILES, dimension=64).index(IndexRequest(root="/repo"))
+    result = await indexing_service(store, FILES, dimension=32).index(
+        IndexRequest(root="/repo", force=True)
+    )
     assert result.chunks_embedded == result.chunks_created > 0
     hits, total = await store.vector_search(
         await HashingEmbedder(32).embed_query("hash password"), NO_FILTER, 3

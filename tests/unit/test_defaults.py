@@ -25,7 +25,7 @@ from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import IndexingService, WorkerConfig
-from codebase_mcp_search.entrypoints import container as container_module
+from codebase_mcp_search.entrypoints import embedders
 from codebase_mcp_search.entrypoints.container import build_container
 from codebase_mcp_search.entrypoints.settings import Settings
 
@@ -128,4 +128,4 @@ def test_the_container_builds_from_settings_what_the_constructors_build_alone(
     assert vars(container.source_tree()) == vars(LocalSourceTree())
     assert container.fusion() == FusionConfig()
     assert container.ann() == AnnConfig()
-    assert container_module._options(container.config()) == HttpEmbeddingOptions()
+    assert embedders._options(container.config()) == HttpEmbeddingOptions()

@@ -18,10 +18,10 @@ from codebase_mcp_search.adapters.workers import pool as workers_pool
 from codebase_mcp_search.adapters.workers.pool import ProcessChunkingRun
 from codebase_mcp_search.adapters.workers.threads import ThreadChunkingRun
 from codebase_mcp_search.core import chunking
-from codebase_mcp_search.core.models import IndexResult, IndexStatus
+from codebase_mcp_search.core.models import IndexRequest, IndexResult, IndexStatus
 from codebase_mcp_search.core.ports import Chunker, TokenCounter
 from codebase_mcp_search.core.services import IndexingService
-from codebase_mcp_search.core.services.indexing import early
+from codebase_mcp_search.core.services.indexing import speculative
 from tests.factories import THREADS
 from tests.unit.indexing_doubles import (
     CHUNKER,
@@ -87,7 +87,7 @@ async def _early_run(
         store, tree, chunker, TOKENS, HashingEmbedder(64), batch_files=3, chunking_pool=THREADS
     )  # type: ignore[arg-type]
     store.gate.clear()
-    run = asyncio.create_task(service.index(ROOT))
+    run = asyncio.create_task(service.index(IndexRequest(root=ROOT)))
     n_files = len((await tree.scan(ROOT)).files)
     await chunker.wait_for(n_files)
     await asyncio.sleep(0.02)
@@ -104,7 +104,7 @@ async def test_files_are_chunked_while_the_lock_is_taken_and_used_once_it_is_hel
     assert sorted(p for p, _ in chunker.chunked) == sorted(numbered_files(10))  # each once
     assert result.status is IndexStatus.SUCCESS and result.files_indexed == 10
     reference = InMemoryChunkStore()
-    await new_service(tree, reference, HashingEmbedder(64)).index(ROOT)
+    await new_service(tree, reference, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
     assert dump(await store.chunks(result.repository_id)) == dump(
         await reference.chunks(result.repository_id)
     )
@@ -113,13 +113,13 @@ async def test_files_are_chunked_while_the_lock_is_taken_and_used_once_it_is_hel
 async def test_early_chunks_of_files_that_did_not_change_are_dropped() -> None:
     store = _GatedLockStore()
     tree = InMemorySourceTree({ROOT: numbered_files(10)})
-    await new_service(tree, store, HashingEmbedder(64)).index(ROOT)
+    await new_service(tree, store, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
     edited = InMemorySourceTree({ROOT: numbered_files(10, edited=(2, 7))})
     chunker, result = await _early_run(edited, store)
     assert len(chunker.chunked) == 10  # all of them, early, and none again
     assert (result.files_indexed, result.files_unchanged) == (2, 8)
     reference = InMemoryChunkStore()
-    await new_service(edited, reference, HashingEmbedder(64)).index(ROOT)
+    await new_service(edited, reference, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
     assert dump(await store.chunks(result.repository_id)) == dump(
         await reference.chunks(result.repository_id)
     )
@@ -128,7 +128,7 @@ async def test_early_chunks_of_files_that_did_not_change_are_dropped() -> None:
 async def test_early_chunking_stops_at_its_file_limit_and_when_the_lock_is_held(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(early, "EARLY_FILES", 4)
+    monkeypatch.setattr(speculative, "EARLY_FILES", 4)
     store = _GatedLockStore()
     chunker = _RecordingChunker(store)
     tree = InMemorySourceTree({ROOT: numbered_files(12)})
@@ -136,7 +136,7 @@ async def test_early_chunking_stops_at_its_file_limit_and_when_the_lock_is_held(
         store, tree, chunker, TOKENS, None, batch_files=2, chunking_pool=THREADS
     )  # type: ignore[arg-type]
     store.gate.clear()
-    run = asyncio.create_task(service.index(ROOT))
+    run = asyncio.create_task(service.index(IndexRequest(root=ROOT)))
     await chunker.wait_for(4)
     await asyncio.sleep(0.05)
     assert len(chunker.chunked) == 4  # no more before the lock
@@ -184,7 +184,7 @@ async def test_worker_processes_chunk_exactly_as_one_thread_does(
         if workers == 2:  # spawned workers import the real one: no chunking in this process
             monkeypatch.setattr(chunking, "chunk_files", _fail)
             monkeypatch.setattr(workers_pool, "chunk_files", _fail)
-        result = await service.index(ROOT)
+        result = await service.index(IndexRequest(root=ROOT))
         assert result.status is IndexStatus.SUCCESS and result.files_indexed == 40
         chunks = await store.chunks(result.repository_id)
         vectors = await store.cached_embeddings("hash-64", [c.content_hash for c in chunks])
@@ -219,7 +219,7 @@ async def test_worker_processes_start_only_for_files_that_changed(
     pool = _CountingPool()
     store = _GatedLockStore()
     tree = InMemorySourceTree({ROOT: numbered_files(30)})
-    monkeypatch.setattr(early, "EARLY_FILES", 4)  # most edits are left to the workers
+    monkeypatch.setattr(speculative, "EARLY_FILES", 4)  # most edits are left to the workers
 
     def service() -> IndexingService:
         return IndexingService(
@@ -234,10 +234,12 @@ async def test_worker_processes_start_only_for_files_that_changed(
             chunking_pool=pool,
         )
 
-    first = await service().index(ROOT)  # the lock at once: no early chunking, a pool
+    first = await service().index(
+        IndexRequest(root=ROOT)
+    )  # the lock at once: no early chunking, a pool
     assert first.files_indexed == 30 and pool.started == 1
     store.gate.clear()
-    run = asyncio.create_task(service().index(ROOT))
+    run = asyncio.create_task(service().index(IndexRequest(root=ROOT)))
     await asyncio.sleep(0.3)  # early chunking of unchanged files, in this process
     store.gate.set()
     again = await run
@@ -246,13 +248,15 @@ async def test_worker_processes_start_only_for_files_that_changed(
     for i in range(4, 30):
         tree.put(ROOT, f"m{i}.py", f"def f{i}():\n    return {i} + 1\n")
     store.gate.clear()
-    run = asyncio.create_task(service().index(ROOT))
+    run = asyncio.create_task(service().index(IndexRequest(root=ROOT)))
     await asyncio.sleep(0.3)
     store.gate.set()
     edited = await run
     assert edited.files_indexed == 27 and pool.started == 2  # one more, for the 26 left
     reference = InMemoryChunkStore()
-    await IndexingService(reference, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+    await IndexingService(reference, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(
+        IndexRequest(root=ROOT)
+    )
     assert dump(await store.chunks(edited.repository_id)) == dump(
         await reference.chunks(edited.repository_id)
     )

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from codebase_mcp_search.core.errors import ModelMismatch
 from codebase_mcp_search.core.models import FileError, IndexStatus, Repository, ScanEntry
 from codebase_mcp_search.core.services.indexing import decisions
+from tests.factories import needs_forced_reindex
 
 _paths = st.sampled_from(["a.py", "b.py", "pkg/c.py", "README.md", "main.go", "pkg/d.py"])
 _hashes = st.sampled_from(["h1", "h2", "h3"])
@@ -71,9 +72,9 @@ def test_a_lexical_only_repository_gaining_an_embedder_is_rechunked_whole() -> N
 
 
 def test_another_model_needs_force_unless_nothing_is_indexed() -> None:
-    with pytest.raises(ModelMismatch, match="force_reindex") as err:
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex) as err:
         decisions.rechunk_all(_repo("m1", 64), "m2", 64, force=False, root="/repos/demo")
-    assert "codebase-mcp index /repos/demo --force" in str(err.value)
+    assert err.value.details["path"] == "/repos/demo"
     assert err.value.details["repository_id"] == "r1"
     with pytest.raises(ModelMismatch):  # vectors of one model would be dropped for none
         decisions.rechunk_all(_repo("m1", 64), None, None, force=False, root="/repos/demo")

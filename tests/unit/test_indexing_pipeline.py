@@ -14,7 +14,7 @@ import pytest
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import Embeddings, repository_id_for
+from codebase_mcp_search.core.models import Embeddings, IndexRequest, repository_id_for
 from codebase_mcp_search.core.services import IndexingService
 from codebase_mcp_search.core.services.indexing import pipeline
 from tests.factories import THREADS
@@ -67,7 +67,7 @@ async def test_the_next_batch_is_embedded_while_the_last_one_is_written() -> Non
         chunking_pool=THREADS,
         batch_files=2,
     )
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     # 4 batches: each of the first 3 writes saw the next batch's embedding begin.
     assert result.files_indexed == 8
     assert store.overlapped == 3
@@ -91,7 +91,7 @@ def _numbered(store: InMemoryChunkStore, n_files: int, batch_files: int) -> Inde
 async def test_cancelling_the_run_lets_a_started_write_finish() -> None:
     store = HeldStore()
     service = _numbered(store, 6, batch_files=2)
-    run = asyncio.create_task(service.index(ROOT))
+    run = asyncio.create_task(service.index(IndexRequest(root=ROOT)))
     await store.writing.wait()
     run.cancel()
     await asyncio.sleep(0)
@@ -124,7 +124,7 @@ class _SlowStore(InMemoryChunkStore):
 
 async def test_two_writes_are_in_flight_and_never_more() -> None:
     store = _SlowStore()
-    result = await _numbered(store, 12, batch_files=1).index(ROOT)
+    result = await _numbered(store, 12, batch_files=1).index(IndexRequest(root=ROOT))
     assert result.files_indexed == 12
     assert store.most == pipeline.WRITE_DEPTH == 2
     assert len(await store.chunks(result.repository_id)) == 12
@@ -163,7 +163,7 @@ async def test_the_scan_runs_while_the_lock_is_taken() -> None:
     service = IndexingService(
         _SlowLockStore(tree), tree, CHUNKER, TOKENS, HashingEmbedder(64), chunking_pool=THREADS
     )
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     assert result.files_indexed == 1 and tree.scans == 1
 
 
@@ -171,11 +171,15 @@ async def test_a_run_that_waited_for_the_lock_scans_again() -> None:
     tree = _ScanFirstTree({ROOT: {"a.py": b"def a():\n    return 1\n"}})
     store = HeldStore()
     first = asyncio.create_task(
-        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(
+            IndexRequest(root=ROOT)
+        )
     )
     await store.writing.wait()  # the first run holds the lock
     second = asyncio.create_task(
-        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+        IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(
+            IndexRequest(root=ROOT)
+        )
     )
     await asyncio.sleep(0.05)  # its first scan is done; it waits for the lock
     assert tree.scans == 2 and not second.done()
@@ -193,4 +197,4 @@ async def test_a_bad_root_fails_the_run_without_a_stray_scan_error() -> None:
         store, InMemorySourceTree({}), CHUNKER, TOKENS, None, chunking_pool=THREADS
     )
     with pytest.raises(ValidationFailed):
-        await service.index("/no/such/root")
+        await service.index(IndexRequest(root="/no/such/root"))

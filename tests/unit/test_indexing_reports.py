@@ -7,7 +7,7 @@ from pathlib import Path
 
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
-from codebase_mcp_search.core.models import SkippedFile, SkipReason
+from codebase_mcp_search.core.models import IndexRequest, SkippedFile, SkipReason
 from codebase_mcp_search.core.services import IndexingService
 from tests.factories import THREADS
 from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS, CountingEmbedder, new_service
@@ -21,7 +21,7 @@ async def test_the_embedding_phase_counts_chunks_as_batches_are_embedded() -> No
     async def progress(phase: str, done: int, total: int) -> None:
         events.append((phase, done, total))
 
-    result = await new_service(tree, store, emb).index(ROOT, progress=progress)
+    result = await new_service(tree, store, emb).index(IndexRequest(root=ROOT), progress=progress)
     embedding = [(d, t) for p, d, t in events if p == "embedding"]
     # Three batches of two files: each announced (the total grows), then done.
     assert len(embedding) == 6
@@ -35,7 +35,9 @@ async def test_the_embedding_phase_counts_chunks_as_batches_are_embedded() -> No
 
     # Every vector from the cache: nothing goes to the model, no embedding phase.
     events.clear()
-    await new_service(tree, store, emb).index(ROOT, force=True, progress=progress)
+    await new_service(tree, store, emb).index(
+        IndexRequest(root=ROOT, force=True), progress=progress
+    )
     assert not [e for e in events if e[0] == "embedding"]
 
 
@@ -43,7 +45,7 @@ async def test_without_an_embedder_there_is_no_embedding_phase() -> None:
     files = {"a.py": b"def a():\n    return 1\n"}
     events: list[str] = []
     await new_service(InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), None).index(
-        ROOT, progress=lambda phase, done, total: events.append(phase)
+        IndexRequest(root=ROOT), progress=lambda phase, done, total: events.append(phase)
     )
     assert "embedding" not in events and events[-1] == "done"
 
@@ -58,7 +60,7 @@ async def test_the_result_counts_skipped_files_by_reason_and_lists_them(tmp_path
     service = IndexingService(
         InMemoryChunkStore(), LocalSourceTree(), CHUNKER, TOKENS, None, chunking_pool=THREADS
     )
-    result = await service.index(str(tmp_path))
+    result = await service.index(IndexRequest(root=str(tmp_path)))
     assert result.files_indexed == 1
     assert result.files_skipped == {"lock_file": 2, "secret": 1, "excluded_dir": 1}
     assert result.skipped == [
@@ -68,5 +70,5 @@ async def test_the_result_counts_skipped_files_by_reason_and_lists_them(tmp_path
         SkippedFile(path="yarn.lock", reason=SkipReason.LOCK_FILE),
     ]
     # Reported on every run, unchanged ones too: they describe the tree, not the work done.
-    again = await service.index(str(tmp_path))
+    again = await service.index(IndexRequest(root=str(tmp_path)))
     assert again.files_indexed == 0 and again.files_skipped == result.files_skipped

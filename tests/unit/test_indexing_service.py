@@ -19,9 +19,9 @@ from codebase_mcp_search.core.errors import (
     ModelMismatch,
     ValidationFailed,
 )
-from codebase_mcp_search.core.models import Embeddings, IndexStatus
+from codebase_mcp_search.core.models import Embeddings, IndexRequest, IndexStatus
 from codebase_mcp_search.core.services import CancellationToken, IndexingService
-from tests.factories import THREADS
+from tests.factories import THREADS, needs_forced_reindex
 from tests.unit.indexing_doubles import (
     CHUNKER,
     FILES,
@@ -55,13 +55,13 @@ async def test_first_index_then_unchanged_reindex_does_nothing() -> None:
         CountingEmbedder(),
     )
     service = new_service(tree, store, emb)
-    first = await service.index(ROOT)
+    first = await service.index(IndexRequest(root=ROOT))
     assert first.status is IndexStatus.SUCCESS
     assert (first.files_indexed, first.files_unchanged, first.files_deleted) == (3, 0, 0)
     assert first.chunks_created == len(await store.chunks(first.repository_id)) > 3
     assert first.chunks_embedded == len(emb.embedded)
     writes, embedded = store.writes, len(emb.embedded)
-    again = await service.index(ROOT)
+    again = await service.index(IndexRequest(root=ROOT))
     assert (again.files_indexed, again.files_unchanged, again.chunks_embedded) == (0, 3, 0)
     assert store.writes == writes and len(emb.embedded) == embedded
 
@@ -73,21 +73,21 @@ async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> N
         CountingEmbedder(),
     )
     service = new_service(tree, store, emb)
-    await service.index(ROOT)
+    await service.index(IndexRequest(root=ROOT))
     emb.embedded.clear()
     edited = FILES["app/auth.py"].replace(
         "return hash_password(pw) == digest",
         "return hmac.compare_digest(hash_password(pw), digest)",
     )
     tree.put(ROOT, "app/auth.py", edited)
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     assert result.files_indexed == 1 and result.files_unchanged == 2
     assert emb.embedded and all(
         "hash_password(pw):\n    return hashlib" not in t for t in emb.embedded
     )
     assert any("compare_digest" in t for t in emb.embedded)
     emb.embedded.clear()
-    forced = await service.index(ROOT, force=True)
+    forced = await service.index(IndexRequest(root=ROOT, force=True))
     assert forced.files_indexed == 3 and forced.chunks_embedded == 0 and emb.embedded == []
     assert forced.embeddings_cached == forced.chunks_created or forced.embeddings_cached > 0
 
@@ -98,9 +98,9 @@ async def test_deleted_files_lose_their_chunks() -> None:
         InMemoryChunkStore(),
     )
     service = new_service(tree, store, None)
-    first = await service.index(ROOT)
+    first = await service.index(IndexRequest(root=ROOT))
     tree.remove(ROOT, "app/server.go")
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     assert result.files_deleted == 1
     assert {c.file_path for c in await store.chunks(first.repository_id)} == {
         "app/auth.py",
@@ -113,7 +113,7 @@ async def test_deleted_files_lose_their_chunks() -> None:
 async def test_undecodable_file_is_a_per_file_error() -> None:
     tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
     store = InMemoryChunkStore()
-    result = await new_service(tree, store, None).index(ROOT)
+    result = await new_service(tree, store, None).index(IndexRequest(root=ROOT))
     assert result.status is IndexStatus.PARTIAL
     assert [e.path for e in result.errors] == ["bad.py"]
     assert {c.file_path for c in await store.chunks(result.repository_id)} == {"ok.py"}
@@ -123,8 +123,8 @@ async def test_unchanged_reindex_beside_an_undecodable_file_is_partial_not_faile
     tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
     store = InMemoryChunkStore()
     service = new_service(tree, store, None)
-    await service.index(ROOT)
-    again = await service.index(ROOT)
+    await service.index(IndexRequest(root=ROOT))
+    again = await service.index(IndexRequest(root=ROOT))
     # ok.py is indexed and up to date: the repository is searchable, only bad.py is missing.
     assert again.files_indexed == 0 and [e.path for e in again.errors] == ["bad.py"]
     assert again.status is IndexStatus.PARTIAL
@@ -133,9 +133,9 @@ async def test_unchanged_reindex_beside_an_undecodable_file_is_partial_not_faile
 async def test_file_that_becomes_unreadable_keeps_no_stale_chunks() -> None:
     tree, store = InMemorySourceTree({ROOT: {"a.py": b"x = 1\n"}}), InMemoryChunkStore()
     service = new_service(tree, store, None)
-    first = await service.index(ROOT)
+    first = await service.index(IndexRequest(root=ROOT))
     tree.put(ROOT, "a.py", b"\xff\xfe bad")
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     assert result.status is IndexStatus.FAILED
     assert await store.chunks(first.repository_id) == []
 
@@ -145,10 +145,12 @@ async def test_model_change_requires_force() -> None:
         InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}),
         InMemoryChunkStore(),
     )
-    await new_service(tree, store, HashingEmbedder(64)).index(ROOT)
-    with pytest.raises(ModelMismatch, match="--force"):
-        await new_service(tree, store, HashingEmbedder(128)).index(ROOT)
-    result = await new_service(tree, store, HashingEmbedder(128)).index(ROOT, force=True)
+    await new_service(tree, store, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex):
+        await new_service(tree, store, HashingEmbedder(128)).index(IndexRequest(root=ROOT))
+    result = await new_service(tree, store, HashingEmbedder(128)).index(
+        IndexRequest(root=ROOT, force=True)
+    )
     repo = await store.get_repository(result.repository_id)
     assert repo.embedding_model == "hash-128" and result.chunks_embedded == 1
 
@@ -156,19 +158,21 @@ async def test_model_change_requires_force() -> None:
 async def test_a_lexical_only_repository_gains_vectors_without_force() -> None:
     files = {"a.py": b"def f():\n    return 1\n", "b.py": b"def g():\n    return 2\n"}
     tree, store = InMemorySourceTree({ROOT: files}), InMemoryChunkStore()
-    await new_service(tree, store, None).index(ROOT)
-    result = await new_service(tree, store, HashingEmbedder(64)).index(ROOT)
+    await new_service(tree, store, None).index(IndexRequest(root=ROOT))
+    result = await new_service(tree, store, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
     assert result.files_indexed == 2 and result.chunks_embedded == 2
     repo = await store.get_repository(result.repository_id)
     assert repo.embedding_model == "hash-64"
     # The other way would lose vectors: that still needs force.
-    with pytest.raises(ModelMismatch, match="--force"):
-        await new_service(tree, store, None).index(ROOT)
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex):
+        await new_service(tree, store, None).index(IndexRequest(root=ROOT))
 
 
 async def test_relative_root_is_rejected() -> None:
     with pytest.raises(ValidationFailed, match="absolute"):
-        await new_service(InMemorySourceTree(), InMemoryChunkStore(), None).index("repo")
+        IndexRequest(root="repo")  # a request built field by field is checked too
+    with pytest.raises(ValidationFailed, match="absolute"):
+        IndexRequest.build("repo")
 
 
 async def test_progress_is_reported_in_order() -> None:
@@ -179,7 +183,7 @@ async def test_progress_is_reported_in_order() -> None:
         events.append((phase, done, total))
 
     await new_service(InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), None).index(
-        ROOT, progress=progress
+        IndexRequest(root=ROOT), progress=progress
     )
     assert events[0] == ("scanning", 0, 1) and events[-1] == ("done", 5, 5)
     writing = [e for e in events if e[0] == "writing"]
@@ -197,13 +201,13 @@ async def test_cancellation_stops_between_batches_and_leaves_whole_files() -> No
 
     service = new_service(InMemorySourceTree({ROOT: files}), store, None)
     with pytest.raises(Cancelled):
-        await service.index(ROOT, progress=progress, cancel=token)
+        await service.index(IndexRequest(root=ROOT), progress=progress, cancel=token)
     repo = await store.find_repository(ROOT)
     assert repo is not None
     hashes = await store.file_hashes(repo.id)
     assert sorted(hashes) == ["m0.py", "m1.py"]
     # Resuming finishes the job and converges.
-    done = await service.index(ROOT)
+    done = await service.index(IndexRequest(root=ROOT))
     assert done.files_indexed == 4 and done.files_unchanged == 2
 
 
@@ -236,19 +240,19 @@ async def test_incremental_reindex_equals_fresh_index(
     store = InMemoryChunkStore()
     emb = CountingEmbedder()
     service = new_service(tree, store, emb)
-    await service.index(ROOT)
+    await service.index(IndexRequest(root=ROOT))
     for path in before:
         tree.remove(ROOT, path)
     for path, text in after.items():
         tree.put(ROOT, path, text)
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
 
     fresh_store = InMemoryChunkStore()
     fresh = await new_service(
         InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}),
         fresh_store,
         CountingEmbedder(),
-    ).index(ROOT)
+    ).index(IndexRequest(root=ROOT))
     assert _state(await store.chunks(result.repository_id)) == _state(
         await fresh_store.chunks(fresh.repository_id)
     )
@@ -258,7 +262,7 @@ async def test_incremental_reindex_equals_fresh_index(
 
     # And a third run over the unchanged tree writes and embeds nothing.
     embedded = len(emb.embedded)
-    third = await service.index(ROOT)
+    third = await service.index(IndexRequest(root=ROOT))
     assert third.files_indexed == 0 and third.files_deleted == 0 and len(emb.embedded) == embedded
 
 
@@ -281,11 +285,11 @@ async def test_embedder_failure_mid_run_keeps_whole_files_and_resumes() -> None:
     store = InMemoryChunkStore()
     tree = InMemorySourceTree({ROOT: files})
     with pytest.raises(EmbedderUnavailable):
-        await new_service(tree, store, FailingEmbedder()).index(ROOT)
+        await new_service(tree, store, FailingEmbedder()).index(IndexRequest(root=ROOT))
     repo = await store.find_repository(ROOT)
     assert repo is not None
     assert sorted(await store.file_hashes(repo.id)) == ["m0.py", "m1.py"]
-    resumed = await new_service(tree, store, CountingEmbedder(64)).index(ROOT)
+    resumed = await new_service(tree, store, CountingEmbedder(64)).index(IndexRequest(root=ROOT))
     assert resumed.files_indexed == 4 and resumed.status is IndexStatus.SUCCESS
 
 
@@ -310,5 +314,5 @@ async def test_truncated_chunks_are_counted_in_the_result() -> None:
         _TruncatingEmbedder(64),
         chunking_pool=THREADS,
     )
-    result = await service.index(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
     assert result.chunks_embedded == 2 and result.chunks_truncated == 1

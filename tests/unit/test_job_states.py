@@ -10,8 +10,11 @@ from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed
 from codebase_mcp_search.core.models import JobStatus, check_job_id, check_transition, steps_to
 from codebase_mcp_search.core.models.indexing import ProgressPhase
 from codebase_mcp_search.core.models.jobs import ALLOWED, TERMINAL, can_transition
-from codebase_mcp_search.core.services.indexing.progress import RunCounts
-from codebase_mcp_search.core.services.jobs.progress import JobProgressTracker, run_percentage
+from codebase_mcp_search.core.services.indexing.progress import (
+    RunCounts,
+    RunProgress,
+    run_percentage,
+)
 
 EXPECTED = {
     ("pending", "running"),
@@ -126,7 +129,7 @@ def run_reports(draw: st.DrawFn) -> list[tuple[ProgressPhase, RunCounts]]:
 def test_the_percentage_only_grows_stays_in_range_and_ends_at_100(
     reports: list[tuple[ProgressPhase, RunCounts]],
 ) -> None:
-    tracker = JobProgressTracker()
+    tracker = RunProgress()
     seen: list[int] = []
     for phase, counts in reports:
         tracker.counts = counts
@@ -151,7 +154,7 @@ def test_phases_cover_their_shares() -> None:
 
 def test_messages_name_the_current_work_and_eta_follows_the_rate() -> None:
     now = [0.0]
-    tracker = JobProgressTracker(clock=lambda: now[0])
+    tracker = RunProgress(clock=lambda: now[0])
     tracker.counts.files_scanned = 10
     tracker("scanning", 10, 10)
     assert tracker.snapshot().message == "Scanned 10 files"
@@ -171,7 +174,7 @@ def test_messages_name_the_current_work_and_eta_follows_the_rate() -> None:
 
 
 def test_a_resumed_job_never_goes_back() -> None:
-    tracker = JobProgressTracker(floor=60)
+    tracker = RunProgress(floor=60)
     tracker.counts.files_scanned = 3
     tracker("scanning", 3, 3)
     assert tracker.percentage == 60

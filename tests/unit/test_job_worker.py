@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import pytest
 
 from codebase_mcp_search.adapters.memory import InMemoryJobQueue
 from codebase_mcp_search.core.errors import EmbedderUnavailable, StoreUnavailable, ValidationFailed
-from codebase_mcp_search.core.models import IndexResult, Job, JobStatus
+from codebase_mcp_search.core.models import IndexRequest, IndexResult, Job, JobStatus
 from codebase_mcp_search.core.services import (
     CancellationToken,
-    JobProgressTracker,
-    JobRunner,
+    IndexingFor,
     JobService,
     JobWorker,
+    ProgressCallback,
+    RunCounts,
+    RunProgress,
     WorkerConfig,
 )
 from tests.factories import index_result
@@ -33,19 +35,57 @@ FAST = WorkerConfig(
 )
 
 
-def _result(job: Job) -> IndexResult:
-    return index_result(job.repo_name)
+Run = Callable[[IndexRequest, RunProgress, CancellationToken], Awaitable[IndexResult]]
+"""A test's indexing run: the request of the job, the worker's tracker and token."""
 
 
-async def quick(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
+class _Indexing:
+    """Every project's indexing service, as the worker uses it: its run is the test's."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    async def index(
+        self,
+        request: IndexRequest,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        wait: bool = True,
+        counts: RunCounts | None = None,
+    ) -> IndexResult:
+        assert isinstance(progress, RunProgress) and counts is progress.counts
+        assert cancel is not None
+        return await self._run(request, progress, cancel)
+
+
+def indexing(run: Run) -> IndexingFor:
+    """The project -> indexing service resolver the container would inject."""
+    service = _Indexing(run)
+
+    async def resolve(project_id: str) -> _Indexing:
+        return service
+
+    return resolve  # type: ignore[return-value]
+
+
+def _result(request: IndexRequest) -> IndexResult:
+    return index_result(request.name or request.root)
+
+
+async def quick(
+    request: IndexRequest, tracker: RunProgress, token: CancellationToken
+) -> IndexResult:
     """A run that completes at once."""
-    return _result(job)
+    return _result(request)
 
 
-def stuck(started: asyncio.Event) -> JobRunner:
+def stuck(started: asyncio.Event) -> Run:
     """A run that says it started, then never ends by itself."""
 
-    async def run(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
+    async def run(
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
+    ) -> IndexResult:
         started.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
@@ -80,7 +120,7 @@ async def status_of(queue: InMemoryJobQueue, job_id: str) -> JobStatus:
 
 
 async def _start(service: JobService, n: int) -> Job:
-    return await service.start(project_id="p", repo_path=f"/r{n}", repo_name=f"r{n}")
+    return await service.start("p", IndexRequest(root=f"/r{n}", name=f"r{n}"))
 
 
 async def test_runs_a_job_to_completion_with_its_result() -> None:
@@ -88,17 +128,17 @@ async def test_runs_a_job_to_completion_with_its_result() -> None:
     service = JobService(queue)
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
         tracker.counts.files_scanned = 4
         tracker("scanning", 4, 4)
-        return _result(job)
+        return _result(request)
 
     job = await _start(service, 1)
-    async with running(JobWorker(queue, runner, "w", FAST)):
+    async with running(JobWorker(queue, indexing(runner), "w", FAST)):
         await until(_is(queue, job.id, JobStatus.COMPLETED))
     done = await queue.get(job.id)
-    assert done.result == _result(done)
+    assert done.result == _result(done.request())
     assert done.progress_percentage == 100 and done.progress_message == "Completed"
     assert done.files_scanned == 4
     assert done.started_at is not None and done.completed_at is not None
@@ -119,17 +159,17 @@ async def test_at_most_max_concurrent_jobs_run_and_the_rest_wait() -> None:
     most = 0
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
         nonlocal active, most
         active += 1
         most = max(most, active)
         await release.wait()
         active -= 1
-        return _result(job)
+        return _result(request)
 
     jobs = [await _start(service, n) for n in range(5)]
-    async with running(JobWorker(queue, runner, "w", FAST)) as worker:
+    async with running(JobWorker(queue, indexing(runner), "w", FAST)) as worker:
         await until(lambda: len(worker.running) == 2)
         await asyncio.sleep(0.2)
         statuses = [await status_of(queue, j.id) for j in jobs]
@@ -148,7 +188,7 @@ async def test_cancel_reaches_a_running_job(honours_token: bool) -> None:
     started = asyncio.Event()
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
         started.set()
         while True:  # a run that checks its token between batches, or one stuck in a batch
@@ -157,7 +197,7 @@ async def test_cancel_reaches_a_running_job(honours_token: bool) -> None:
                 token.raise_if_cancelled()
 
     job = await _start(service, 1)
-    async with running(JobWorker(queue, runner, "w", FAST)):
+    async with running(JobWorker(queue, indexing(runner), "w", FAST)):
         await asyncio.wait_for(started.wait(), 5)
         asked = await service.cancel(job.id)
         assert asked.status is JobStatus.RUNNING and asked.cancel_requested
@@ -177,13 +217,13 @@ async def test_a_blocked_job_resumes_by_itself(blocker: Exception) -> None:
     seen: list[JobStatus] = []
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
         nonlocal attempts
         attempts += 1
         if attempts < 3:
             raise blocker
-        return _result(job)
+        return _result(request)
 
     original_finish = queue.finish
 
@@ -193,7 +233,7 @@ async def test_a_blocked_job_resumes_by_itself(blocker: Exception) -> None:
 
     queue.finish = spy  # type: ignore[method-assign]
     job = await _start(service, 1)
-    async with running(JobWorker(queue, runner, "w", FAST)):
+    async with running(JobWorker(queue, indexing(runner), "w", FAST)):
         await until(_is(queue, job.id, JobStatus.COMPLETED))
     assert seen == [
         JobStatus.BLOCKED,
@@ -210,13 +250,13 @@ async def test_a_blocked_job_can_be_cancelled() -> None:
     service = JobService(queue)
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
         raise EmbedderUnavailable("the embedding server is down")
 
     job = await _start(service, 1)
     slow = WorkerConfig(heartbeat_s=0.05, lease_s=2, poll_s=0.05, retry_s=30, retry_max_s=30)
-    async with running(JobWorker(queue, runner, "w", slow)):
+    async with running(JobWorker(queue, indexing(runner), "w", slow)):
         await until(_is(queue, job.id, JobStatus.BLOCKED))
         blocked = await queue.get(job.id)
         assert blocked.error_type == "EMBEDDER_UNAVAILABLE"
@@ -230,12 +270,12 @@ async def test_a_failing_run_fails_the_job_with_its_code() -> None:
     service = JobService(queue)
 
     async def runner(
-        job: Job, tracker: JobProgressTracker, token: CancellationToken
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
     ) -> IndexResult:
-        raise ValidationFailed("repo_path", job.repo_path, "does not exist")
+        raise ValidationFailed("repo_path", request.root, "does not exist")
 
     job = await _start(service, 1)
-    async with running(JobWorker(queue, runner, "w", FAST)):
+    async with running(JobWorker(queue, indexing(runner), "w", FAST)):
         await until(_is(queue, job.id, JobStatus.FAILED))
     failed = await queue.get(job.id)
     assert failed.error_type == "VALIDATION_ERROR"
@@ -248,12 +288,12 @@ async def test_a_stopped_worker_hands_its_jobs_to_the_next() -> None:
     started = asyncio.Event()
 
     job = await _start(service, 1)
-    async with running(JobWorker(queue, stuck(started), "first", FAST)):
+    async with running(JobWorker(queue, indexing(stuck(started)), "first", FAST)):
         await asyncio.wait_for(started.wait(), 5)
     held = await queue.get(job.id)
     assert held.status is JobStatus.RUNNING and held.lease_expires_at is None
 
-    async with running(JobWorker(queue, quick, "second", FAST)):
+    async with running(JobWorker(queue, indexing(quick), "second", FAST)):
         await until(_is(queue, job.id, JobStatus.COMPLETED))
     done = await queue.get(job.id)
     assert done.worker_id == "second" and done.attempts == 2
@@ -265,15 +305,17 @@ async def test_old_finished_jobs_are_purged() -> None:
     job = await _start(service, 1)
     await service.cancel(job.id)
 
-    async def never(job: Job, tracker: JobProgressTracker, token: CancellationToken) -> IndexResult:
+    async def never(
+        request: IndexRequest, tracker: RunProgress, token: CancellationToken
+    ) -> IndexResult:
         raise AssertionError("no job to run")
 
     keep = WorkerConfig(heartbeat_s=0.05, poll_s=0.05, retention_days=7)
-    async with running(JobWorker(queue, never, "w", keep)):
+    async with running(JobWorker(queue, indexing(never), "w", keep)):
         await asyncio.sleep(0.1)
     assert (await queue.get(job.id)).status is JobStatus.CANCELLED
     gone = WorkerConfig(heartbeat_s=0.05, poll_s=0.05, retention_days=0)
-    async with running(JobWorker(queue, never, "w", gone)):
+    async with running(JobWorker(queue, indexing(never), "w", gone)):
         await until(lambda: _missing(queue, job.id))
 
 
@@ -287,14 +329,14 @@ async def test_jobs_of_a_worker_known_dead_resume_at_once() -> None:
     job = await _start(service, 1)
     await queue.claim("gone", 3600)  # a lease that would keep it for an hour
 
-    worker = JobWorker(queue, quick, "new", FAST, is_dead=lambda wid: wid == "gone")
+    worker = JobWorker(queue, indexing(quick), "new", FAST, is_dead=lambda wid: wid == "gone")
     async with running(worker):
         await until(_is(queue, job.id, JobStatus.COMPLETED), 3)
     assert (await queue.get(job.id)).worker_id == "new"
 
     other = await _start(service, 2)
     await queue.claim("alive", 3600)
-    async with running(JobWorker(queue, quick, "new", FAST, is_dead=lambda wid: False)):
+    async with running(JobWorker(queue, indexing(quick), "new", FAST, is_dead=lambda wid: False)):
         await asyncio.sleep(0.3)
     assert (await queue.get(other.id)).worker_id == "alive"  # its lease holds
 
@@ -305,7 +347,7 @@ def test_gone_from_this_machine() -> None:
     import subprocess
     import sys
 
-    from codebase_mcp_search.entrypoints.jobs import gone_from_this_machine, new_worker_id
+    from codebase_mcp_search.entrypoints.worker import gone_from_this_machine, new_worker_id
 
     host = socket.gethostname()
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -324,9 +366,9 @@ async def test_a_local_cancellation_needs_no_heartbeat() -> None:
 
     job = await _start(service, 1)
     slow_beat = WorkerConfig(heartbeat_s=30, lease_s=60, poll_s=0.05, cancel_grace_s=0.1)
-    worker = JobWorker(queue, stuck(started), "w", slow_beat)
+    worker = JobWorker(queue, indexing(stuck(started)), "w", slow_beat)
+    service.attach(worker)  # a worker of this process hears of the cancel at once
     async with running(worker):
         await asyncio.wait_for(started.wait(), 5)
         await service.cancel(job.id)
-        worker.cancel_requested(job.id)
         await until(_is(queue, job.id, JobStatus.CANCELLED), 2)

@@ -10,11 +10,11 @@ from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
-from codebase_mcp_search.core.errors import EmbedderUnavailable, ModelMismatch
-from codebase_mcp_search.core.models import SearchMode, SearchQuery
+from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint, ModelMismatch
+from codebase_mcp_search.core.models import IndexRequest, SearchMode, SearchQuery
 from codebase_mcp_search.core.ports import Embedder
 from codebase_mcp_search.core.services import IndexingService, SearchService
-from tests.factories import THREADS
+from tests.factories import THREADS, needs_forced_reindex
 
 TOKENS = TiktokenCounter()
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
@@ -51,7 +51,7 @@ class Provider:
 async def _index(store: InMemoryChunkStore, root: str, embedder: Embedder | None) -> str:
     result = await IndexingService(
         store, TREE, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
-    ).index(root)
+    ).index(IndexRequest(root=root))
     return result.repository_id
 
 
@@ -67,14 +67,14 @@ async def test_lexical_and_hybrid_searches_without_vectors_never_resolve_the_emb
     await _index(store, "/without", None)
     provider = Provider(fail=True)
     service = SearchService(store, provider)
-    assert service.default_mode is SearchMode.HYBRID
     lexical = await service.search(SearchQuery.build("send email", mode="lexical"))
     hybrid = await service.search(SearchQuery.build("send email", mode="hybrid"))
+    unasked = await service.search(SearchQuery.build("send email"))  # the service decides
     assert provider.calls == 0
-    for result in (lexical, hybrid):
+    for result in (lexical, hybrid, unasked):
         assert result.mode is SearchMode.LEXICAL and result.hits[0].symbol == "send_email"
         assert result.lexical_only_repositories == []
-    assert hybrid.hits == lexical.hits
+    assert hybrid.hits == lexical.hits == unasked.hits
 
 
 async def test_a_lexical_search_of_a_project_with_vectors_never_resolves_it() -> None:
@@ -103,7 +103,7 @@ async def test_a_provider_giving_no_embedder_refuses_semantic_and_degrades_hybri
     service = SearchService(store, Provider(None))
     with pytest.raises(EmbedderUnavailable) as err:
         await service.search(SearchQuery.build("load settings", mode="semantic"))
-    assert err.value.details["need"] == "semantic_model" and "hash" not in err.value.message
+    assert err.value.hint is Hint.SEMANTIC_MODEL and "hash" not in err.value.message
     result = await service.search(SearchQuery.build("load settings", mode="hybrid"))
     assert result.mode is SearchMode.LEXICAL and result.hits
 
@@ -137,7 +137,7 @@ async def test_a_repository_without_vectors_is_ranked_lexically_in_a_mixed_proje
 async def test_indexing_the_lexical_only_repository_adds_its_vectors_without_force() -> None:
     store, _, without_id = await _mixed()
     again = await IndexingService(store, TREE, CHUNKER, TOKENS, EMB, chunking_pool=THREADS).index(
-        "/without"
+        IndexRequest(root="/without")
     )
     assert again.chunks_embedded > 0 and again.files_indexed == 1
     repo = await store.get_repository(without_id)
@@ -155,5 +155,5 @@ async def test_a_repository_with_vectors_of_another_model_still_refuses() -> Non
     for embedder in (other, Provider(other)):
         service = SearchService(store, embedder)
         for mode in ("semantic", "hybrid"):
-            with pytest.raises(ModelMismatch, match="force_reindex"):
+            with pytest.raises(ModelMismatch, check=needs_forced_reindex):
                 await service.search(SearchQuery.build("load settings", mode=mode))

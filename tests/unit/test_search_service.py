@@ -21,10 +21,16 @@ from codebase_mcp_search.core.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from codebase_mcp_search.core.models import Chunk, SearchFilters, SearchMode, SearchQuery
+from codebase_mcp_search.core.models import (
+    Chunk,
+    IndexRequest,
+    SearchFilters,
+    SearchMode,
+    SearchQuery,
+)
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import IndexingService, SearchService
-from tests.factories import THREADS
+from tests.factories import THREADS, needs_forced_reindex
 
 ROOT = "/repo"
 TOKENS = TiktokenCounter()
@@ -62,14 +68,14 @@ async def _indexed(embedder: HashingEmbedder | None = None) -> tuple[InMemoryChu
     store = InMemoryChunkStore()
     result = await IndexingService(
         store, tree, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
-    ).index(ROOT)
+    ).index(IndexRequest(root=ROOT))
     return store, result.repository_id
 
 
 async def test_lexical_finds_identifier_with_context_from_snapshot() -> None:
     store, _ = await _indexed()
     service = SearchService(store, None)
-    assert service.default_mode is SearchMode.LEXICAL
+    assert (await service.search(SearchQuery.build("send_email"))).mode is SearchMode.LEXICAL
     result = await service.search(SearchQuery.build("send_email", mode="lexical"))
     top = result.hits[0]
     assert top.symbol == "send_email" and top.file_path == "pkg/helpers.py"
@@ -109,7 +115,7 @@ async def test_semantic_and_hybrid_with_an_embedder() -> None:
     emb = HashingEmbedder(256)
     store, repo_id = await _indexed(emb)
     service = SearchService(store, emb)
-    assert service.default_mode is SearchMode.HYBRID
+    assert (await service.search(SearchQuery.build("send_email"))).mode is SearchMode.HYBRID
     for mode in ("semantic", "hybrid"):
         result = await service.search(
             SearchQuery.build("load settings json file", mode=mode, repository_id=repo_id)
@@ -132,7 +138,7 @@ async def test_semantic_without_embedder_is_an_error_and_hybrid_degrades() -> No
 async def test_searching_with_another_model_is_refused() -> None:
     store, repo_id = await _indexed(HashingEmbedder(64))
     service = SearchService(store, HashingEmbedder(128))
-    with pytest.raises(ModelMismatch, match="force"):
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex):
         await service.search(SearchQuery.build("load settings", mode="semantic"))
     with pytest.raises(RepositoryNotFound):
         await service.search(
@@ -165,7 +171,7 @@ async def test_a_refused_model_stops_the_vector_search_running_beside_the_check(
 
     slow = SlowVectors()
     slow.__dict__.update(store.__dict__)
-    with pytest.raises(ModelMismatch, match="force"):
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex):
         await _semantic_search(slow, HashingEmbedder(128))
     assert cancelled.is_set()
 
@@ -208,7 +214,9 @@ async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
     tree = InMemorySourceTree({ROOT: {"big.py": text.encode()}})
     store = InMemoryChunkStore()
     chunker = TreeSitterChunker(TOKENS, max_tokens=200)
-    await IndexingService(store, tree, chunker, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+    await IndexingService(store, tree, chunker, TOKENS, None, chunking_pool=THREADS).index(
+        IndexRequest(root=ROOT)
+    )
     chunks = await store.chunks((await store.list_repositories())[0].id)
     assert len(chunks) > 2
     result = await SearchService(store, None).search(
@@ -257,7 +265,7 @@ async def test_the_definitions_lookup_runs_only_where_a_definition_gains() -> No
     await service.search(SearchQuery.build("JsonReader", mode="lexical"))
     await service.search(SearchQuery.build("how does JsonReader parse", mode="lexical"))
     assert store.lookups == [["JsonReader"]]
-    embedded = service.with_ranking(RankingConfig(embedded_factor=0.5))
+    embedded = SearchService(store, None, ranking=RankingConfig(embedded_factor=0.5))
     await embedded.search(SearchQuery.build("how does JsonReader parse", mode="lexical"))
     assert store.lookups == [["JsonReader"], ["JsonReader"]]
 
@@ -280,7 +288,9 @@ async def test_the_stale_check_reads_hashes_only_of_files_touched_since_the_inde
     files = {"pkg/helpers.py": HELPERS, "pkg/text/slug.py": DUPLICATE}
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
     store = _HashReadingStore()
-    await IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(ROOT)
+    await IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(
+        IndexRequest(root=ROOT)
+    )
     store.hashes_read.clear()  # the indexing run's own
     service = SearchService(store, None, source=tree)
     query = SearchQuery.build("send email slugify text", mode="lexical")

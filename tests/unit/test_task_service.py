@@ -15,7 +15,7 @@ from codebase_mcp_search.core.errors import (
     TaskNotFound,
     ValidationFailed,
 )
-from codebase_mcp_search.core.models import TaskStatus
+from codebase_mcp_search.core.models import TaskQuery, TaskStatus
 from codebase_mcp_search.core.services import TaskService
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -114,12 +114,12 @@ async def test_list_validates_and_aliases(service: TaskService) -> None:
     for i in range(3):
         await service.create(f"t{i}")
     with pytest.raises(InvalidLimit, match="Limit must be between 1 and 100, got 150"):
-        await service.list(limit=150)
+        TaskQuery.build(limit=150)
     with pytest.raises(InvalidStatus):
-        await service.list(status="done")
-    page = await service.list(status="pending", limit=2)
+        TaskQuery.build(status="done")
+    page = await service.list(TaskQuery.build(status="pending", limit=2))
     assert page.total_count == 3 and [t.title for t in page.tasks] == ["t2", "t1"]
-    assert (await service.list(status="completed")).total_count == 0
+    assert (await service.list(TaskQuery.build(status="completed"))).total_count == 0
 
 
 class _FrozenClock:

@@ -12,7 +12,6 @@ import numpy.typing as npt
 
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
-from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
     Chunk,
@@ -25,6 +24,7 @@ from codebase_mcp_search.core.models import (
     symbol_names,
 )
 from codebase_mcp_search.core.ports import IndexedFile
+from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
 
 Matrix = npt.NDArray[np.float32]
 

@@ -10,12 +10,30 @@ One module per area; import any name from this package:
 - ``projects``: project (workspace) ids and sizes
 """
 
-from codebase_mcp_search.core.models.base import utcnow
+from codebase_mcp_search.core.defaults import (
+    CONTEXT_LINES,
+    DEFAULT_JOB_PAGE,
+    DEFAULT_PROJECT,
+    DEFAULT_SEARCH_LIMIT,
+    DEFAULT_TASK_PAGE,
+    MAX_BRANCH_CHARS,
+    MAX_DESCRIPTION,
+    MAX_JOB_PAGE,
+    MAX_NOTES,
+    MAX_QUERY_CHARS,
+    MAX_REFERENCE_CHARS,
+    MAX_REFERENCES,
+    MAX_SEARCH_LIMIT,
+    MAX_TASK_PAGE,
+    MAX_TITLE,
+)
+from codebase_mcp_search.core.models.base import Page, utcnow
 from codebase_mcp_search.core.models.indexing import (
     Chunk,
     ChunkDraft,
     Embeddings,
     FileError,
+    IndexRequest,
     IndexResult,
     IndexStatus,
     PreparedFile,
@@ -28,12 +46,11 @@ from codebase_mcp_search.core.models.indexing import (
     SourceFile,
 )
 from codebase_mcp_search.core.models.jobs import (
-    DEFAULT_JOB_PAGE,
-    MAX_JOB_PAGE,
     Job,
     JobOutcome,
     JobPage,
     JobProgress,
+    JobQuery,
     JobStatus,
     check_job_id,
     check_transition,
@@ -41,16 +58,11 @@ from codebase_mcp_search.core.models.jobs import (
     steps_to,
 )
 from codebase_mcp_search.core.models.projects import (
-    DEFAULT_PROJECT,
     PROJECT_ID_RE,
     ProjectInfo,
     check_project_id,
 )
 from codebase_mcp_search.core.models.search import (
-    CONTEXT_LINES,
-    DEFAULT_SEARCH_LIMIT,
-    MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT,
     Location,
     ScoredChunk,
     SearchFilters,
@@ -60,15 +72,10 @@ from codebase_mcp_search.core.models.search import (
     SearchResult,
 )
 from codebase_mcp_search.core.models.tasks import (
-    MAX_BRANCH_CHARS,
-    MAX_DESCRIPTION,
-    MAX_NOTES,
-    MAX_REFERENCE_CHARS,
-    MAX_REFERENCES,
-    MAX_TITLE,
     SHA_RE,
     Task,
     TaskPage,
+    TaskQuery,
     TaskStatus,
     TaskSummary,
 )
@@ -92,6 +99,7 @@ __all__ = [
     "DEFAULT_JOB_PAGE",
     "DEFAULT_PROJECT",
     "DEFAULT_SEARCH_LIMIT",
+    "DEFAULT_TASK_PAGE",
     "MAX_BRANCH_CHARS",
     "MAX_DESCRIPTION",
     "MAX_JOB_PAGE",
@@ -100,6 +108,7 @@ __all__ = [
     "MAX_REFERENCES",
     "MAX_REFERENCE_CHARS",
     "MAX_SEARCH_LIMIT",
+    "MAX_TASK_PAGE",
     "MAX_TITLE",
     "PROJECT_ID_RE",
     "SHA_RE",
@@ -107,14 +116,17 @@ __all__ = [
     "ChunkDraft",
     "Embeddings",
     "FileError",
+    "IndexRequest",
     "IndexResult",
     "IndexStatus",
     "Job",
     "JobOutcome",
     "JobPage",
     "JobProgress",
+    "JobQuery",
     "JobStatus",
     "Location",
+    "Page",
     "PreparedFile",
     "ProgressPhase",
     "ProjectInfo",
@@ -132,6 +144,7 @@ __all__ = [
     "SourceFile",
     "Task",
     "TaskPage",
+    "TaskQuery",
     "TaskStatus",
     "TaskSummary",
     "check_job_id",

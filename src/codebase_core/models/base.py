@@ -9,10 +9,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from codebase_mcp_search.core.errors import ValidationFailed
-
-MAX_OFFSET = 1_000_000
-"""The largest ``offset`` a listing takes (bounded, like every integer a client sends)."""
+from codebase_mcp_search.core.defaults import MAX_OFFSET
+from codebase_mcp_search.core.errors import Hint, InvalidLimit, ValidationFailed
 
 
 class FrozenModel(BaseModel):
@@ -66,12 +64,35 @@ def no_nul(field: str, value: object) -> None:
         raise ValidationFailed(field, value, NUL_RULE)
 
 
-def check_uuid(value: object, field: str, what: str) -> str:
-    """An id that is a UUID (``what`` says where ids come from), in any case and with
-    surrounding spaces, as its canonical lowercase form."""
+def check_uuid(value: object, field: str, what: str, hint: Hint) -> str:
+    """An id that is a UUID (``what`` names its kind, ``hint`` where such ids come from), in any
+    case and with surrounding spaces, as its canonical lowercase form."""
     if isinstance(value, str):
         try:
             return str(uuid.UUID(value.strip()))
         except ValueError:
             pass
-    raise ValidationFailed(field, value, f"must be {what} (a UUID)")
+    raise ValidationFailed(field, value, f"must be {what} (a UUID)", hint=hint)
+
+
+class Page(FrozenModel):
+    """A slice of a listing: at most ``limit`` items after the first ``offset``."""
+
+    limit: int
+    offset: int = 0
+
+    @classmethod
+    def build(cls, limit: object, offset: object, *, default: int, maximum: int) -> Page:
+        """Validate raw paging fields (None: ``default`` and 0), raising coded errors that name
+        the field."""
+        if limit is None:
+            limit = default
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValidationFailed("limit", limit, f"must be an integer from 1 to {maximum}")
+        if not 1 <= limit <= maximum:
+            raise InvalidLimit(limit, 1, maximum)
+        if offset is None:
+            offset = 0
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+            raise ValidationFailed("offset", offset, f"must be an integer from 0 to {MAX_OFFSET}")
+        return cls(limit=limit, offset=offset)

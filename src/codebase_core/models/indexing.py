@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from pathlib import PurePath
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from codebase_mcp_search.core.models.base import FrozenModel
+from codebase_mcp_search.core.defaults import MAX_PATH_CHARS, MAX_REPOSITORY_NAME
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models.base import FrozenModel, no_nul
 
 
 class Repository(FrozenModel):
@@ -25,6 +28,49 @@ class Repository(FrozenModel):
     file_count: int = 0
     chunk_count: int = 0
     indexed_at: datetime | None = None
+
+
+class IndexRequest(FrozenModel):
+    """What to index: built once by the interface that received it (which resolves the path on
+    its file system), handed down whole to the indexing run or the job that runs it."""
+
+    root: str
+    """The repository's root: an absolute, resolved path."""
+    name: str | None = None
+    """A display name; None keeps the repository's name (a first index: the root's last part)."""
+    force: bool = False
+    """Re-chunk every file (cached vectors are reused)."""
+
+    @field_validator("root")
+    @classmethod
+    def _absolute(cls, root: str) -> str:
+        # Also for a request built field by field: every run indexes an absolute root.
+        if not PurePath(root).is_absolute():
+            raise ValidationFailed("repo_path", root, "must be an absolute path")
+        return root
+
+    @classmethod
+    def build(
+        cls, root: str, *, name: str | None = None, force: bool = False, field: str = "repo_path"
+    ) -> IndexRequest:
+        """Validate raw fields, raising coded errors that name the field (``field`` for the
+        root, as the caller's interface calls it)."""
+        for key, value in ((field, root), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise ValidationFailed(key, value, "must be a string")
+            no_nul(key, value)
+        if not root or not PurePath(root).is_absolute() or len(root) > MAX_PATH_CHARS:
+            raise ValidationFailed(
+                field, root, f"must be an absolute path of at most {MAX_PATH_CHARS} characters"
+            )
+        if name is not None and len(name) > MAX_REPOSITORY_NAME:
+            raise ValidationFailed(
+                "name", name, f"must be at most {MAX_REPOSITORY_NAME} characters"
+            )
+        if not isinstance(force, bool):
+            raise ValidationFailed("force_reindex", force, "must be true or false")
+        # A blank name is no name: the repository keeps its own.
+        return cls(root=root, name=(name or "").strip() or None, force=force)
 
 
 class SourceFile(FrozenModel):

@@ -19,18 +19,17 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from codebase_mcp_search.core.defaults import DEFAULT_JOB_PAGE, MAX_JOB_PAGE
 from codebase_mcp_search.core.errors import (
     DuplicateJob,
+    Hint,
     InvalidStatus,
     JobLeaseLost,
     JobNotFound,
     shorten,
 )
-from codebase_mcp_search.core.models.base import FrozenModel, check_uuid
-from codebase_mcp_search.core.models.indexing import IndexResult
-
-MAX_JOB_PAGE = 100
-DEFAULT_JOB_PAGE = 20
+from codebase_mcp_search.core.models.base import FrozenModel, Page, check_uuid
+from codebase_mcp_search.core.models.indexing import IndexRequest, IndexResult
 
 
 class JobStatus(StrEnum):
@@ -106,7 +105,7 @@ def steps_to(old: JobStatus, new: JobStatus) -> list[JobStatus]:
 
 def check_job_id(value: object, field: str = "job_id") -> str:
     """A job id as stored: a UUID in any case, trimmed, in its canonical lowercase form."""
-    return check_uuid(value, field, "a job id from start_indexing_background")
+    return check_uuid(value, field, "a job id", Hint.JOB_ID)
 
 
 def new_job_id() -> str:
@@ -152,6 +151,10 @@ class Job(FrozenModel):
     completed_at: datetime | None = None
     cancelled_at: datetime | None = None
 
+    def request(self) -> IndexRequest:
+        """The indexing run this job stands for."""
+        return IndexRequest(root=self.repo_path, name=self.repo_name, force=self.force_reindex)
+
     def with_progress(self, progress: JobProgress) -> Job:
         return self.model_copy(
             update={
@@ -172,6 +175,29 @@ class JobPage(FrozenModel):
     total_count: int
 
 
+class JobQuery(FrozenModel):
+    """Which jobs to list: a validated request, built once by the interface that received it."""
+
+    project_id: str | None = None
+    """None: every project's."""
+    status: JobStatus | None = None
+    page: Page = Page(limit=DEFAULT_JOB_PAGE)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        project_id: str | None = None,
+        status: object = None,
+        limit: object = None,
+        offset: object = None,
+    ) -> JobQuery:
+        """Validate raw fields (None: no filter, the default page), raising coded errors."""
+        page = Page.build(limit, offset, default=DEFAULT_JOB_PAGE, maximum=MAX_JOB_PAGE)
+        parsed = JobStatus.parse(status) if status is not None else None
+        return cls(project_id=project_id, status=parsed, page=page)
+
+
 class JobOutcome(FrozenModel):
     """How a worker ends (or pauses) a job it holds."""
 
@@ -186,7 +212,8 @@ def duplicate_job(existing: Job) -> DuplicateJob:
     """The error for a second active job of one repository, naming the first."""
     return DuplicateJob(
         f"job {existing.id} is already {existing.status.value} for {existing.repo_path} in "
-        f"project {existing.project_id!r}: follow it with get_job_status, or cancel_job it first",
+        f"project {existing.project_id!r}",
+        hint=Hint.FOLLOW_JOB,
         job_id=existing.id,
     )
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from codebase_mcp_search.core.defaults import DEFAULT_PROJECT
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models.base import FrozenModel
 
 PROJECT_ID_RE = re.compile(r"^[A-Za-z0-9_\- ]{1,64}$")
-DEFAULT_PROJECT = "default"
 
 
 def check_project_id(project_id: str | None) -> str:

@@ -8,7 +8,12 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator
 
-from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.defaults import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+)
+from codebase_mcp_search.core.errors import Hint, InvalidLimit, ValidationFailed
 from codebase_mcp_search.core.models.base import FrozenModel, check_uuid, no_nul
 from codebase_mcp_search.core.models.indexing import Chunk
 from codebase_mcp_search.core.models.text import (
@@ -17,11 +22,6 @@ from codebase_mcp_search.core.models.text import (
     normalise_file_type,
     path_in_directory,
 )
-
-MAX_SEARCH_LIMIT = 50
-DEFAULT_SEARCH_LIMIT = 10
-MAX_QUERY_CHARS = 500
-CONTEXT_LINES = 10
 
 
 class SearchMode(StrEnum):
@@ -65,10 +65,12 @@ class SearchFilters(FrozenModel):
 
 
 class SearchQuery(FrozenModel):
-    """A validated search request."""
+    """A validated search request: what each interface builds once and hands down whole."""
 
     text: str
-    mode: SearchMode = SearchMode.HYBRID
+    mode: SearchMode | None = None
+    """None: the service decides (hybrid, answered lexically when nothing searched has
+    vectors or no embedder is in use)."""
     limit: int = DEFAULT_SEARCH_LIMIT
     filters: SearchFilters = SearchFilters()
 
@@ -78,14 +80,14 @@ class SearchQuery(FrozenModel):
         text: str,
         *,
         mode: str | SearchMode | None = None,
-        limit: int = DEFAULT_SEARCH_LIMIT,
+        limit: int | None = None,
         repository_id: str | None = None,
         file_type: str | None = None,
         directory: str | None = None,
         language: str | None = None,
-        default_mode: SearchMode = SearchMode.HYBRID,
     ) -> SearchQuery:
-        """Validate raw request fields, raising coded errors that name the field."""
+        """Validate raw request fields (None: the default), raising coded errors that name the
+        field."""
         for field, value in (
             ("query", text),
             ("repository_id", repository_id),
@@ -98,22 +100,25 @@ class SearchQuery(FrozenModel):
             no_nul(field, value)
         if repository_id:
             repository_id = check_uuid(
-                repository_id, "repository_id", "a repository id from list_repositories"
+                repository_id, "repository_id", "a repository id", Hint.REPOSITORY_ID
             )
         stripped = text.strip() if isinstance(text, str) else ""
         if not stripped:
-            raise ValidationFailed("query", text, "must be a non-empty string of 1-500 characters")
+            raise ValidationFailed(
+                "query", text, f"must be a non-empty string of 1-{MAX_QUERY_CHARS} characters"
+            )
         if len(text) > MAX_QUERY_CHARS:
             raise ValidationFailed(
                 "query", text, f"must be at most {MAX_QUERY_CHARS} characters, got {len(text)}"
             )
+        if limit is None:
+            limit = DEFAULT_SEARCH_LIMIT
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise ValidationFailed("limit", limit, f"must be an integer 1-{MAX_SEARCH_LIMIT}")
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidLimit(limit, 1, MAX_SEARCH_LIMIT)
-        if mode is None:
-            resolved = default_mode
-        else:
+        resolved = None
+        if mode is not None:
             try:
                 resolved = SearchMode(mode)
             except ValueError:

@@ -16,8 +16,18 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator
 
+from codebase_mcp_search.core.defaults import (
+    DEFAULT_TASK_PAGE,
+    MAX_BRANCH_CHARS,
+    MAX_DESCRIPTION,
+    MAX_NOTES,
+    MAX_REFERENCE_CHARS,
+    MAX_REFERENCES,
+    MAX_TASK_PAGE,
+    MAX_TITLE,
+)
 from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed, shorten
-from codebase_mcp_search.core.models.base import FrozenModel, no_nul
+from codebase_mcp_search.core.models.base import FrozenModel, Page, no_nul
 
 
 class TaskStatus(StrEnum):
@@ -45,12 +55,6 @@ class TaskStatus(StrEnum):
 
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-MAX_TITLE = 200
-MAX_DESCRIPTION = 2000
-MAX_NOTES = 5000
-MAX_REFERENCES = 10
-MAX_REFERENCE_CHARS = 500
-MAX_BRANCH_CHARS = 255
 
 
 def _text(field: str, value: object, maximum: int) -> str | None:
@@ -178,3 +182,28 @@ class TaskSummary(FrozenModel):
 class TaskPage(FrozenModel):
     tasks: list[Task]
     total_count: int
+
+
+class TaskQuery(FrozenModel):
+    """Which tasks to list: a validated request, built once by the interface that received it."""
+
+    status: TaskStatus | None = None
+    branch: str | None = None
+    page: Page = Page(limit=DEFAULT_TASK_PAGE)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        status: object = None,
+        branch: object = None,
+        limit: object = None,
+        offset: object = None,
+    ) -> TaskQuery:
+        """Validate raw fields (None: no filter, the default page), raising coded errors."""
+        page = Page.build(limit, offset, default=DEFAULT_TASK_PAGE, maximum=MAX_TASK_PAGE)
+        parsed = TaskStatus.parse(status) if status is not None else None
+        if branch is not None and not isinstance(branch, str):
+            raise ValidationFailed("branch", branch, "must be a string")
+        no_nul("branch", branch)
+        return cls(status=parsed, branch=branch, page=page)

@@ -5,11 +5,12 @@ from codebase_mcp_search.core.services.indexing import (
     IndexingService,
     ProgressCallback,
     RunCounts,
+    RunProgress,
 )
 from codebase_mcp_search.core.services.jobs import (
-    JobProgressTracker,
-    JobRunner,
+    IndexingFor,
     JobService,
+    JobWatcher,
     JobWorker,
     WorkerConfig,
 )
@@ -18,13 +19,14 @@ from codebase_mcp_search.core.services.tasks import TaskService
 
 __all__ = [
     "CancellationToken",
+    "IndexingFor",
     "IndexingService",
-    "JobProgressTracker",
-    "JobRunner",
     "JobService",
+    "JobWatcher",
     "JobWorker",
     "ProgressCallback",
     "RunCounts",
+    "RunProgress",
     "SearchService",
     "TaskService",
     "WorkerConfig",

@@ -16,7 +16,7 @@ from codebase_mcp_search.core.models import (
     SearchHit,
 )
 from codebase_mcp_search.core.ports import SearchStore, SourceTree
-from codebase_mcp_search.core.services.together import together
+from codebase_mcp_search.core.services.concurrency import together
 
 # Two hits of one file whose line ranges share at least this fraction of the shorter range are
 # "mostly the same lines"; the lower-ranked one is dropped.

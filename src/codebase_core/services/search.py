@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint
 from codebase_mcp_search.core.fusion import FusionConfig, fuse, rescaled
-from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
@@ -53,8 +52,9 @@ from codebase_mcp_search.core.models import (
 )
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
+from codebase_mcp_search.core.services.concurrency import together
 from codebase_mcp_search.core.services.hits import build_hits, collapse
-from codebase_mcp_search.core.services.together import together
+from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
 
 # Chunks defining a queried name that the lookup adds to the candidates, at most.
 DEFINITIONS_LOOKED_UP = 20
@@ -64,12 +64,11 @@ EmbedderProvider = Callable[[], Awaitable[Embedder | None]]
 
 
 def no_semantic_model() -> EmbedderUnavailable:
-    """The error of a semantic search with no embedder. Neutral: each interface appends the
-    fix in its own syntax, recognising it by ``details["need"]``."""
+    """The error of a semantic search with no embedder (each interface appends the fix)."""
     return EmbedderUnavailable(
         "semantic search needs an embedding model, and none is in use (a lexical search "
         "needs none)",
-        need="semantic_model",
+        hint=Hint.SEMANTIC_MODEL,
     )
 
 
@@ -151,41 +150,17 @@ class SearchService:
         self._source = source
         self._ranking = ranking or RankingConfig()
 
-    def with_embedder(self, embedder: Embedder | None) -> SearchService:
-        """This service with another embedder (a benchmark's precomputed query vectors)."""
-        return SearchService(self._store, embedder, self._fusion, self._source, self._ranking)
-
-    @property
-    def fusion(self) -> FusionConfig:
-        return self._fusion
-
-    def with_ranking(
-        self, ranking: RankingConfig, fusion: FusionConfig | None = None
-    ) -> SearchService:
-        """This service with another ranking (and fusion) configuration, over the same store
-        and embedder: for comparing configurations on one index."""
-        other = SearchService(self._store, None, fusion or self._fusion, self._source, ranking)
-        other._embedder = self._embedder
-        return other
-
-    @property
-    def default_mode(self) -> SearchMode:
-        """Hybrid, unless the service is known to have no embedder (a provider not yet
-        called counts as one: a hybrid search without an embedder falls back to lexical)."""
-        if self._embedder.resolved and self._embedder.value is None:
-            return SearchMode.LEXICAL
-        return SearchMode.HYBRID
-
     async def search(self, query: SearchQuery) -> SearchResult:
         """Rank chunks for ``query``; see the module docstring for scores and counts.
 
-        Raises ``EmbedderUnavailable`` (``details["need"] == "semantic_model"``) for a
+        Raises ``EmbedderUnavailable`` (hint ``SEMANTIC_MODEL``) for a
         semantic search without an embedder, ``ModelMismatch`` when a repository searched
         holds vectors of another model, ``RepositoryNotFound`` for an unknown
         ``repository_id`` filter of a semantic or hybrid search.
         """
         started = time.perf_counter()
-        mode = query.mode
+        # No mode asked: hybrid, which answers lexically where there are no vectors to compare.
+        mode = query.mode or SearchMode.HYBRID
         ranking = self._ranking
         profile = analyse_query(query.text)
         fusion = self._fusion_for(profile)

@@ -10,12 +10,10 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
-from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus, utcnow
-from codebase_mcp_search.core.models.base import MAX_OFFSET, check_uuid
+from codebase_mcp_search.core.errors import Hint
+from codebase_mcp_search.core.models import Task, TaskPage, TaskQuery, TaskStatus, utcnow
+from codebase_mcp_search.core.models.base import check_uuid
 from codebase_mcp_search.core.ports import TaskRepo
-
-MAX_LIST_LIMIT = 100
 
 Clock = Callable[[], datetime]
 
@@ -96,24 +94,13 @@ class TaskService:
         await self._repo.update(updated)
         return updated
 
-    async def list(
-        self,
-        *,
-        status: str | TaskStatus | None = None,
-        branch: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> TaskPage:
+    async def list(self, query: TaskQuery | None = None) -> TaskPage:
         """Tasks newest first, with the total number of matches before paging."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise ValidationFailed("limit", limit, f"must be an integer 1-{MAX_LIST_LIMIT}")
-        if not 1 <= limit <= MAX_LIST_LIMIT:
-            raise InvalidLimit(limit, 1, MAX_LIST_LIMIT)
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
-            raise ValidationFailed("offset", offset, f"must be an integer from 0 to {MAX_OFFSET}")
-        parsed = TaskStatus.parse(status) if status is not None else None
-        return await self._repo.list(status=parsed, branch=branch, limit=limit, offset=offset)
+        q = query or TaskQuery()
+        return await self._repo.list(
+            status=q.status, branch=q.branch, limit=q.page.limit, offset=q.page.offset
+        )
 
 
 def _check_id(task_id: str) -> str:
-    return check_uuid(task_id, "task_id", "a task id from create_task or list_tasks")
+    return check_uuid(task_id, "task_id", "a task id", Hint.TASK_ID)

@@ -8,35 +8,35 @@ from rich.console import Console
 from rich.syntax import Syntax
 
 from codebase_mcp_search.core.errors import RepositoryNotFound
-from codebase_mcp_search.core.models import IndexResult, SearchQuery, SearchResult
+from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery, SearchResult
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
 from codebase_mcp_search.entrypoints.cli.jobs import index_background
 from codebase_mcp_search.entrypoints.cli.progress import IndexProgress
 from codebase_mcp_search.entrypoints.cli.views import dump, index_view
-from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces, resolve_repo_path
+from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces
 from codebase_mcp_search.entrypoints.presenters import search_payload
+from codebase_mcp_search.entrypoints.requests import index_request, resolve_repo_path
 
 SNIPPET_LINES = 12
 ERRORS_SHOWN = 20
 
 
-async def _index(run: Run, cb: Codebase, root: str, *, name: str | None = None) -> IndexResult:
-    a = run.args
-    force = bool(getattr(a, "force", False))
-    wait = not getattr(a, "no_wait", False)
-    with IndexProgress(run.err, root, quiet=a.quiet) as progress:
-        return await cb.index(root, name=name, force=force, progress=progress.callback, wait=wait)
+async def _index(run: Run, cb: Codebase, request: IndexRequest) -> IndexResult:
+    wait = not getattr(run.args, "no_wait", False)
+    with IndexProgress(run.err, request.root, quiet=run.args.quiet) as progress:
+        return await cb.index(request, progress=progress.callback, wait=wait)
 
 
 async def index_command(run: Run) -> int:
     a = run.args
     if a.background:
         return await index_background(run)
-    root = resolve_repo_path(a.path)  # before the store opens: a typo fails at once
+    # Before the store opens: a typo fails at once.
+    request = index_request(a.path, name=a.name, force=a.force, field="path")
     async with open_workspaces(run.settings) as ws:
         cb = await open_project(ws, a.project, create=True)
-        result = await _index(run, cb, root, name=a.name)
+        result = await _index(run, cb, request)
     if a.json:
         dump(index_view(result, cb.project_id, cb.database_name))
     else:
@@ -47,22 +47,21 @@ async def index_command(run: Run) -> int:
 async def search_command(run: Run) -> int:
     a = run.args
     # The search's own rules, checked before the store opens or --index spends time.
-    SearchQuery.build(
+    query = SearchQuery.build(
         a.query,
         mode=a.mode,
         limit=a.limit,
+        repository_id=a.repository_id,
         file_type=a.file_type,
         directory=a.directory,
         language=a.language,
     )
-    index_root = resolve_repo_path(a.index, "index") if a.index else None
+    refresh = index_request(a.index, field="index") if a.index else None
     repo_root = resolve_repo_path(a.repo, "repo") if a.repo and not a.index else None
     async with open_workspaces(run.settings) as ws:
         # --index writes, so it may create the project (as index does); a search alone not.
-        cb = await open_project(ws, a.project, create=index_root is not None)
-        repository_id = a.repository_id
-        if repository_id is not None:
-            await cb.repository(repository_id)  # REPOSITORY_NOT_FOUND, not an empty result
+        cb = await open_project(ws, a.project, create=refresh is not None)
+        repository_id = query.filters.repository_id
         if repo_root is not None:
             found = await cb.repository_for_path(repo_root)
             if found is None:
@@ -71,20 +70,17 @@ async def search_command(run: Run) -> int:
                     f"'codebase-mcp index {a.repo}' first (or search with --index)"
                 )
             repository_id = repository_id or found.id
-        if index_root is not None:
-            refreshed = await _index(run, cb, index_root)
+        if refresh is not None:
+            if repository_id is not None:  # REPOSITORY_NOT_FOUND before the run, not after
+                await cb.repository(repository_id)
+            refreshed = await _index(run, cb, refresh)
             repository_id = repository_id or refreshed.repository_id
             if not a.json:
                 print_index(refreshed, run.err)
-        result = await cb.search(
-            a.query,
-            mode=a.mode,
-            limit=a.limit,
-            repository_id=repository_id,
-            file_type=a.file_type,
-            directory=a.directory,
-            language=a.language,
-        )
+        if repository_id != query.filters.repository_id:
+            filters = query.filters.model_copy(update={"repository_id": repository_id})
+            query = query.model_copy(update={"filters": filters})
+        result = await cb.search(query)
     if a.json:
         payload = search_payload(result, cb.project_id)
         if result.lexical_only_repositories:

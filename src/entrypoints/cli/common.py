@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import check_project_id
+from codebase_mcp_search.core.errors import Hint, ValidationFailed
 from codebase_mcp_search.entrypoints.facade import Codebase, Workspaces
 from codebase_mcp_search.entrypoints.settings import Settings
 
@@ -33,13 +32,13 @@ async def open_project(ws: Workspaces, requested: str | None, *, create: bool) -
     create``) creates one: the other commands answer ``VALIDATION_ERROR`` for an unknown id,
     naming the known ones, and leave no empty project behind.
     """
-    pid = check_project_id(requested or ws.default_project)
+    pid = ws.project_id(requested)
     if create:
         return await ws.codebase(pid)
     try:
         return await ws.codebase(pid, create=False)
     except ValidationFailed as e:
-        if e.field != "project_id":
+        if e.hint is not Hint.PROJECT:
             raise
         known = [p.id for p in await ws.projects()]
         listed = ", ".join(known[:KNOWN_SHOWN]) + (", ..." if len(known) > KNOWN_SHOWN else "")

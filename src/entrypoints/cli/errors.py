@@ -2,16 +2,17 @@
 
 The codes are the MCP tools' (``core.errors``); the text names the flag the user typed
 (``--limit``, ``--project``) where the core names a field (``limit``, ``project_id``), and adds
-the fix in CLI syntax where the core leaves it to the interface.
+the fix a core error's ``Hint`` asks for in CLI syntax.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from codebase_mcp_search.core.errors import (
     CoreError,
-    EmbedderUnavailable,
+    Hint,
     InvalidLimit,
     InvalidStatus,
     JobNotFound,
@@ -48,11 +49,44 @@ _FIELD_DEST = {
 }
 
 SEMANTIC_MODEL_FIX = (
-    "From the command line: search with --mode lexical (hybrid, the default, falls back to "
-    "it), or get a semantic model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local "
-    "model) and re-index with 'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which "
-    "embedder is in use"
+    "search with --mode lexical (hybrid, the default, falls back to it), or get a semantic "
+    "model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local model) and re-index with "
+    "'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which embedder is in use"
 )
+
+
+def fix(error: CoreError) -> str | None:
+    """The fix ``error.hint`` asks for, in the command line's terms."""
+    hint = error.hint
+    path = shlex.quote(str(error.details.get("path") or "PATH"))
+    if hint is Hint.REPOSITORY_ID:
+        return "'codebase-mcp repos' lists the ids"
+    if hint is Hint.TASK_ID:
+        return "'codebase-mcp tasks' lists the ids"
+    if hint is Hint.JOB_ID:
+        return "'codebase-mcp jobs' lists the ids"
+    if hint is Hint.PROJECT:
+        return "'codebase-mcp projects' lists them ('codebase-mcp index PATH' creates one)"
+    if hint is Hint.FOLLOW_JOB:
+        job = error.details.get("job_id", "ID")
+        return (
+            f"follow it with 'codebase-mcp jobs status {job}', or stop it with "
+            f"'codebase-mcp jobs cancel {job}'"
+        )
+    if hint is Hint.ADD_VECTORS:
+        return (
+            f"re-index it to add its vectors with 'codebase-mcp index {path}' (no --force "
+            "needed); searches rank it lexically meanwhile"
+        )
+    if hint is Hint.ONE_MODEL:
+        return (
+            f"a project holds vectors of one model: re-index with 'codebase-mcp index {path} "
+            "--force' using one embedding model, search with --mode lexical meanwhile, or use "
+            "another project (--project)"
+        )
+    if hint is Hint.SEMANTIC_MODEL:
+        return SEMANTIC_MODEL_FIX
+    return None
 
 
 def exit_code(error: CoreError) -> int:
@@ -81,6 +115,7 @@ def error_line(error: CoreError, parser: argparse.ArgumentParser | None = None) 
         limit = isinstance(error, InvalidLimit) and error.message.startswith(field.capitalize())
         if flag != field and (limit or error.message.startswith(f"{field}=")):
             text = f"{error.code}: {flag}{error.message[len(field) :]}"
-    if isinstance(error, EmbedderUnavailable) and error.details.get("need") == "semantic_model":
-        text = f"{text.rstrip('. ')}. {SEMANTIC_MODEL_FIX}"
+    remedy = fix(error)
+    if remedy:
+        text = f"{text}; {remedy}"
     return " ".join(text.split("\n"))

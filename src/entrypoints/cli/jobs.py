@@ -8,20 +8,21 @@ import contextlib
 import signal
 
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import Job
+from codebase_mcp_search.core.models import Job, JobQuery
 from codebase_mcp_search.entrypoints.cli.admin import when
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
 from codebase_mcp_search.entrypoints.cli.views import columns, dump
-from codebase_mcp_search.entrypoints.facade import open_workspaces, resolve_repo_path
-from codebase_mcp_search.entrypoints.jobs import running_worker
+from codebase_mcp_search.entrypoints.facade import open_workspaces
 from codebase_mcp_search.entrypoints.presenters import (
     job_cancel_payload,
     job_started_payload,
     job_status_payload,
     job_summary_payload,
 )
+from codebase_mcp_search.entrypoints.requests import index_request
 from codebase_mcp_search.entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.worker import running_worker
 
 
 def _shared_store(settings: Settings, flag: str) -> None:
@@ -38,10 +39,11 @@ async def index_background(run: Run) -> int:
     """``index PATH --background``: queue a job and return; a worker runs it."""
     a = run.args
     _shared_store(run.settings, "--background")
-    root = resolve_repo_path(a.path)
+    request = index_request(a.path, name=a.name, force=a.force, field="path")
+    root = request.root
     async with open_workspaces(run.settings) as ws:
         cb = await open_project(ws, a.project, create=True)
-        job = await cb.start_job(root, name=a.name, force=a.force)
+        job = await cb.start_job(request)
         estimate = await cb.jobs.estimate_seconds(cb.project_id, root)
     if a.json:
         dump(job_started_payload(job, estimate, cb.database_name))
@@ -83,18 +85,18 @@ async def jobs_command(run: Run) -> int:
     """``jobs [list|status ID|cancel ID]``: list_background_jobs, get_job_status, cancel_job."""
     a = run.args
     action = a.action or "list"
+    if action == "list":
+        query = JobQuery.build(status=a.status, limit=a.limit, offset=a.offset)
     async with open_workspaces(run.settings) as ws:
-        service = await ws.jobs()
+        service = ws.jobs
         if action == "status":
             job = await service.status(a.job_id)
-            database = await ws.database_name(job.project_id)
+            database = ws.database_name(job.project_id)
         elif action == "cancel":
             job = await service.cancel(a.job_id)
         else:
             cb = await open_project(ws, a.project, create=False)
-            page = await service.list(
-                status=a.status, project_id=cb.project_id, limit=a.limit, offset=a.offset
-            )
+            page = await service.list(query.model_copy(update={"project_id": cb.project_id}))
     if action == "status":
         if a.json:
             dump(job_status_payload(job, database))
@@ -113,8 +115,8 @@ async def jobs_command(run: Run) -> int:
             {
                 "jobs": [job_summary_payload(j) for j in page.jobs],
                 "total_count": page.total_count,
-                "limit": a.limit,
-                "offset": a.offset,
+                "limit": query.page.limit,
+                "offset": query.page.offset,
                 "project_id": cb.project_id,
             }
         )
@@ -131,10 +133,12 @@ async def jobs_command(run: Run) -> int:
         highlight=False,
         markup=False,
     )
-    shown_to = a.offset + len(page.jobs)
+    shown_to = query.page.offset + len(page.jobs)
     more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
     run.out.print(
-        f"{a.offset + 1}-{shown_to} of {page.total_count} jobs{more}", highlight=False, markup=False
+        f"{query.page.offset + 1}-{shown_to} of {page.total_count} jobs{more}",
+        highlight=False,
+        markup=False,
     )
     return EXIT_OK
 

@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
-            from codebase_mcp_search.entrypoints.mcp.server import (
+            from codebase_mcp_search.entrypoints.mcp.transports import (
                 serve,  # fastmcp only for the server
             )
 

@@ -6,15 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from codebase_mcp_search.core.models import (
+from codebase_mcp_search.core.defaults import (
+    DEFAULT_JOB_PAGE,
     DEFAULT_SEARCH_LIMIT,
+    DEFAULT_TASK_PAGE,
     MAX_JOB_PAGE,
     MAX_SEARCH_LIMIT,
-    JobStatus,
-    SearchMode,
-    TaskStatus,
+    MAX_TASK_PAGE,
 )
-from codebase_mcp_search.core.services.tasks import MAX_LIST_LIMIT
+from codebase_mcp_search.core.models import JobStatus, SearchMode, TaskStatus
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_USAGE
 from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
 
@@ -73,10 +73,7 @@ def _code(sub: Any) -> None:
         help="first bring the index of PATH up to date (incremental), then search it",
     )
     se.add_argument(
-        "--limit",
-        type=int,
-        default=DEFAULT_SEARCH_LIMIT,
-        help=f"1-{MAX_SEARCH_LIMIT} (default {DEFAULT_SEARCH_LIMIT})",
+        "--limit", type=int, help=f"1-{MAX_SEARCH_LIMIT} (default {DEFAULT_SEARCH_LIMIT})"
     )
     se.add_argument(
         "--mode",
@@ -119,7 +116,7 @@ def _repos(sub: Any) -> None:
 def _tasks(sub: Any) -> None:
     tk = sub.add_parser("tasks", help="development tasks: list (default), get, create, update")
     tk.set_defaults(
-        action="list", project=None, json=False, status=None, branch=None, limit=50, offset=0
+        action="list", project=None, json=False, status=None, branch=None, limit=None, offset=None
     )
     tk.set_defaults(full=False)
     _common(tk, group=True)
@@ -128,8 +125,8 @@ def _tasks(sub: Any) -> None:
     ls = acts.add_parser("list", help="tasks newest first")
     ls.add_argument("--status", help=f"only this status: {STATUSES}")
     ls.add_argument("--branch", help="only tasks linked to this git branch")
-    ls.add_argument("--limit", type=int, default=50, help=f"1-{MAX_LIST_LIMIT} (default 50)")
-    ls.add_argument("--offset", type=int, default=0, help="tasks to skip (default 0)")
+    ls.add_argument("--limit", type=int, help=f"1-{MAX_TASK_PAGE} (default {DEFAULT_TASK_PAGE})")
+    ls.add_argument("--offset", type=int, help="tasks to skip (default 0)")
     ls.add_argument(
         "--full", action="store_true", help="full tasks instead of id, title, status, dates"
     )
@@ -163,13 +160,13 @@ def _tasks(sub: Any) -> None:
 
 def _jobs(sub: Any) -> None:
     jb = sub.add_parser("jobs", help="background indexing jobs: list (default), status, cancel")
-    jb.set_defaults(action="list", project=None, json=False, status=None, limit=20, offset=0)
+    jb.set_defaults(action="list", project=None, json=False, status=None, limit=None, offset=None)
     _common(jb, group=True)
     acts = jb.add_subparsers(dest="action", parser_class=Parser)
     ls = acts.add_parser("list", help="jobs of the project, newest first")
     ls.add_argument("--status", help=f"only this status: {JOB_STATUSES}")
-    ls.add_argument("--limit", type=int, default=20, help=f"1-{MAX_JOB_PAGE} (default 20)")
-    ls.add_argument("--offset", type=int, default=0, help="jobs to skip (default 0)")
+    ls.add_argument("--limit", type=int, help=f"1-{MAX_JOB_PAGE} (default {DEFAULT_JOB_PAGE})")
+    ls.add_argument("--offset", type=int, help="jobs to skip (default 0)")
     _common(ls, group=True)
     st = acts.add_parser("status", help="one job's progress")
     st.add_argument("job_id", metavar="ID")

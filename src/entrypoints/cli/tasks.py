@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from codebase_mcp_search.core.models import Task
+from codebase_mcp_search.core.models import Task, TaskQuery
 from codebase_mcp_search.entrypoints.cli.admin import when
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
@@ -40,13 +40,13 @@ def print_task(task: Task, out: Console) -> None:
 async def tasks_command(run: Run) -> int:
     a = run.args
     action = a.action or "list"
+    if action == "list":
+        query = TaskQuery.build(status=a.status, branch=a.branch, limit=a.limit, offset=a.offset)
     async with open_workspaces(run.settings) as ws:
         # create_task creates its project; the other task tools do not.
         cb = await open_project(ws, a.project, create=action == "create")
         if action == "list":
-            page = await cb.tasks.list(
-                status=a.status, branch=a.branch, limit=a.limit, offset=a.offset
-            )
+            page = await cb.tasks.list(query)
         elif action == "get":
             task = await cb.tasks.get(a.task_id)
         elif action == "create":
@@ -70,10 +70,10 @@ async def tasks_command(run: Run) -> int:
             print_task(task, run.out)
         return EXIT_OK
     if a.json:
-        dump(tasks_view(page, a.offset, a.full))
+        dump(tasks_view(page, query.page.offset, a.full))
         return EXIT_OK
     if not page.tasks:
-        what = "tasks" if page.total_count == 0 else f"tasks past --offset {a.offset}"
+        what = "tasks" if page.total_count == 0 else f"tasks past --offset {query.page.offset}"
         run.out.print(f"No {what} in project {cb.project_id!r}.", highlight=False, markup=False)
         return EXIT_OK
     if a.full:
@@ -86,10 +86,10 @@ async def tasks_command(run: Run) -> int:
         run.out.print(
             columns(("id", "status", "updated", "title"), rows), highlight=False, markup=False
         )
-    shown_to = a.offset + len(page.tasks)
+    shown_to = query.page.offset + len(page.tasks)
     more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
     run.out.print(
-        f"{a.offset + 1}-{shown_to} of {page.total_count} tasks{more}",
+        f"{query.page.offset + 1}-{shown_to} of {page.total_count} tasks{more}",
         highlight=False,
         markup=False,
     )

@@ -1,9 +1,10 @@
-"""Every error a client sees starts with a stable code (see ARCHITECTURE.md's table).
+"""Every error a client sees starts with a stable code (see docs/architecture.md).
 
-Tools raise core errors; ``coded`` turns them into tool errors carrying the code. Arguments
-that fail a tool's schema never reach the tool: fastmcp rejects them with raw pydantic text,
-which ``CodedErrors`` rewrites into ``VALIDATION_ERROR`` / ``INVALID_LIMIT`` /
-``INVALID_STATUS``. Anything else becomes ``INTERNAL_ERROR`` with no internals.
+Tools raise core errors; ``coded`` turns them into tool errors carrying the code, with the
+fix a core error's ``Hint`` asks for said in this interface's terms (tool and parameter
+names). Arguments that fail a tool's schema never reach the tool: fastmcp rejects them with
+raw pydantic text, which ``CodedErrors`` rewrites into ``VALIDATION_ERROR`` /
+``INVALID_LIMIT`` / ``INVALID_STATUS``. Anything else becomes ``INTERNAL_ERROR`` with no internals.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from codebase_mcp_search.core.errors import (
-    CoreError,
-    EmbedderUnavailable,
-    ValidationFailed,
-    shorten,
-)
+from codebase_mcp_search.core.errors import CoreError, Hint, ValidationFailed, shorten
 from codebase_mcp_search.core.models import TaskStatus
 from codebase_mcp_search.core.models.base import NUL_RULE
 
@@ -35,21 +31,44 @@ _STATUS_FIELDS = {"status", "status_filter"}
 _BOUND_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
 
 
-# The fix for a semantic search without a model, in this interface's terms (the core's text
-# is neutral: the CLI says it with its own flags).
-_SEMANTIC_MODEL_FIX = (
-    ": search with mode='lexical' (or mode='hybrid', which falls back to lexical without a "
-    "model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx to load the default "
-    "local model, then call index_repository again to add vectors"
-)
+def fix(error: CoreError) -> str | None:
+    """The fix ``error.hint`` asks for, in the MCP tools' terms."""
+    hint = error.hint
+    if hint is Hint.REPOSITORY_ID:
+        return "list_repositories gives the ids"
+    if hint is Hint.TASK_ID:
+        return "create_task and list_tasks give the ids"
+    if hint is Hint.JOB_ID:
+        return "start_indexing_background and list_background_jobs give the ids"
+    if hint is Hint.PROJECT:
+        return "list_projects shows them (index_repository or create_task creates one)"
+    if hint is Hint.FOLLOW_JOB:
+        return "follow it with get_job_status, or stop it with cancel_job"
+    if hint is Hint.ADD_VECTORS:
+        return (
+            "call index_repository for it to add its vectors (no force_reindex needed); "
+            "searches rank it lexically meanwhile"
+        )
+    if hint is Hint.ONE_MODEL:
+        return (
+            "a project holds vectors of one model: call index_repository with "
+            "force_reindex=true using one embedding model, search with mode='lexical' "
+            "meanwhile, or use another project_id"
+        )
+    if hint is Hint.SEMANTIC_MODEL:
+        return (
+            "search with mode='lexical' (or mode='hybrid', which falls back to lexical without "
+            "a model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx to load the "
+            "default local model, then call index_repository again to add vectors"
+        )
+    return None
 
 
 def tool_text(error: CoreError) -> str:
     """A core error as a client reads it: its code, its message, and this interface's fix."""
     text = str(error)
-    if isinstance(error, EmbedderUnavailable) and error.details.get("need") == "semantic_model":
-        text += _SEMANTIC_MODEL_FIX
-    return text
+    remedy = fix(error)
+    return f"{text}; {remedy}" if remedy else text
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from codebase_mcp_search.entrypoints.mcp.balanced import BalancedGroup, balances
-from codebase_mcp_search.entrypoints.mcp.heap import settle_heap
+from codebase_mcp_search.entrypoints.mcp.gc_settings import settle_heap
 from codebase_mcp_search.entrypoints.mcp.server import Transport, build_server, package_version
 from codebase_mcp_search.entrypoints.settings import Settings
 

@@ -24,19 +24,17 @@ from starlette.responses import JSONResponse
 from codebase_mcp_search.adapters.postgres.embedded import release_embedded
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.entrypoints.facade import open_workspaces
-from codebase_mcp_search.entrypoints.jobs import running_worker
 from codebase_mcp_search.entrypoints.mcp.errors import CodedErrors
-from codebase_mcp_search.entrypoints.mcp.heap import settle_heap
 from codebase_mcp_search.entrypoints.mcp.state import AllowedRoots, ServerState
 from codebase_mcp_search.entrypoints.mcp.tools_code import register_code_tools
 from codebase_mcp_search.entrypoints.mcp.tools_jobs import register_job_tools
 from codebase_mcp_search.entrypoints.mcp.tools_tasks import register_task_tools
-from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from codebase_mcp_search.entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.worker import running_worker
 
 log = logging.getLogger("codebase_mcp")
 
 Transport = Literal["stdio", "http", "sse"]
-MAX_WORKERS = 64
 
 INSTRUCTIONS = """\
 Semantic code search and a development task tracker.
@@ -157,7 +155,7 @@ def build_server(
         }
         if state is not None:
             try:
-                database = await state.workspaces.database_status(timeout_s=2.0)
+                database = await state.workspaces.database_status()
                 embedder = await state.workspaces.embedder_status()
             except Exception:  # a probe must answer, whatever fails underneath
                 log.warning("health probe failed", exc_info=True)
@@ -189,40 +187,3 @@ def job_worker_turn(settings: Settings) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
-
-
-def serve(
-    settings: Settings,
-    transport: Transport = "stdio",
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    workers: int = 1,
-) -> None:
-    """Run the server until it is stopped (stdin closed, or a signal). ``workers`` > 1 (HTTP
-    only): that many processes share the port (see ``entrypoints.mcp.http``)."""
-    check_exposure(settings, transport, host)
-    if not 1 <= workers <= MAX_WORKERS:
-        raise ValidationFailed(
-            "--workers", workers, f"must be between 1 and {MAX_WORKERS} server processes"
-        )
-    if workers > 1 and transport != "http":
-        raise ValidationFailed(
-            "--workers", workers, "several server processes need --transport http"
-        )
-    if workers > 1 and settings.store == "memory":
-        raise ValidationFailed(
-            "--workers",
-            workers,
-            "several server processes need a shared store: the memory store lives in one "
-            "process (unset CODEBASE_MCP_STORE, or serve one process)",
-        )
-    if transport == "stdio":
-        server = build_server(settings)
-        settle_heap()
-        server.run("stdio", show_banner=False)
-        return
-    from codebase_mcp_search.entrypoints.mcp.http import (
-        serve_http,  # uvicorn only for the HTTP transports
-    )
-
-    serve_http(settings, transport, host, port, workers)

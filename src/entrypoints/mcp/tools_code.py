@@ -1,6 +1,7 @@
 """Code search tools: index_repository, search_code, list/delete repositories, list_projects.
 
-Tools are thin: validate, call the library, map errors (``coded``), shape the response.
+Tools are thin: build the use case's request (``IndexRequest``, ``SearchQuery``) once, call
+the service that runs it, map errors (``coded``), shape the response.
 """
 
 from __future__ import annotations
@@ -12,14 +13,9 @@ from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from pydantic import AliasChoices, Field
 
+from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import (
-    DEFAULT_SEARCH_LIMIT,
-    MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT,
-    IndexResult,
-)
-from codebase_mcp_search.entrypoints.facade import resolve_repo_path
+from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery
 from codebase_mcp_search.entrypoints.mcp.errors import coded
 from codebase_mcp_search.entrypoints.mcp.formats import (
     DetailLevel,
@@ -30,9 +26,10 @@ from codebase_mcp_search.entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
-from codebase_mcp_search.entrypoints.mcp.runs import index_shared, job_progress, progress_reporter
-from codebase_mcp_search.entrypoints.mcp.state import state_of
+from codebase_mcp_search.entrypoints.mcp.progress import job_progress, progress_reporter
+from codebase_mcp_search.entrypoints.mcp.state import ServerState, state_of
 from codebase_mcp_search.entrypoints.presenters import deleted_payload, repository_payload
+from codebase_mcp_search.entrypoints.requests import index_request
 
 ProjectId = Annotated[
     str | None,
@@ -40,6 +37,15 @@ ProjectId = Annotated[
         description="Workspace: 1-64 ASCII letters, digits, '-', '_' or spaces. Each project "
         "is isolated (its own Postgres schema). Default: the server's project ('default').",
         max_length=64,
+    ),
+]
+RepoPath = Annotated[
+    str,
+    Field(
+        validation_alias=AliasChoices("repo_path", "path"),
+        description="Absolute path of the repository's root directory ('path' is accepted too).",
+        min_length=1,
+        max_length=defaults.MAX_PATH_CHARS,
     ),
 ]
 Format = Annotated[
@@ -61,6 +67,18 @@ def _result(data: dict[str, Any] | str) -> ToolResult:
     return ToolResult(content=compact_json(data), structured_content=data)
 
 
+def repository_request(
+    state: ServerState, repo_path: str, *, name: str | None = None, force: bool = False
+) -> IndexRequest:
+    """The ``IndexRequest`` of a tool's ``repo_path``: absolute, inside the allowed roots, an
+    existing directory, resolved once (the path checked is the path indexed)."""
+    if not os.path.isabs(repo_path):
+        raise ValidationFailed(
+            "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
+        )
+    return index_request(state.roots.check(repo_path), name=name, force=force)
+
+
 def _refreshed(results: list[IndexResult]) -> list[dict[str, Any]]:
     return [
         {
@@ -79,20 +97,14 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
 
     @mcp.tool(annotations={"openWorldHint": False})
     async def index_repository(
-        repo_path: Annotated[
-            str,
-            Field(
-                validation_alias=AliasChoices("repo_path", "path"),
-                description="Absolute path of the repository's root directory ('path' is "
-                "accepted too).",
-                min_length=1,
-                max_length=4096,
-            ),
-        ],
+        repo_path: RepoPath,
         ctx: Context,
         name: Annotated[
             str | None,
-            Field(description="Display name (default: the directory name).", max_length=200),
+            Field(
+                description="Display name (default: the directory name).",
+                max_length=defaults.MAX_REPOSITORY_NAME,
+            ),
         ] = None,
         project_id: ProjectId = None,
         force_reindex: Annotated[
@@ -124,21 +136,12 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         """
         state = state_of(ctx)
         with coded():
-            if not os.path.isabs(repo_path):
-                raise ValidationFailed(
-                    "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
-                )
-            # Resolved once: the path checked against the roots is the path indexed.
-            real = state.roots.check(repo_path)
+            request = repository_request(state, repo_path, name=name, force=force_reindex)
             cb = await state.workspaces.codebase(project_id)
-            root = resolve_repo_path(real)
-            result = await index_shared(
-                state,
-                cb,
-                root,
-                name=name,
-                force=force_reindex,
-                watch=job_progress(ctx),
+            # Through the job queue, joining a job already under way for the repository; a
+            # client that gives up (a timeout cancels its request) does not stop the job.
+            result = await state.workspaces.jobs.run(
+                cb.project_id, await cb.named(request), watch=job_progress(ctx)
             )
         if response_format == "markdown":
             return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))
@@ -152,7 +155,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
                 description="What to find: a description ('where are retries configured') or "
                 "an identifier ('parse_config').",
                 min_length=1,
-                max_length=MAX_QUERY_CHARS,
+                max_length=defaults.MAX_QUERY_CHARS,
             ),
         ],
         ctx: Context,
@@ -174,17 +177,23 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             str | None, Field(description="Only this language, e.g. 'python', 'typescript'.")
         ] = None,
         mode: Annotated[
-            Literal["hybrid", "semantic", "lexical"],
+            Literal["hybrid", "semantic", "lexical"] | None,
             Field(
-                description="'hybrid' fuses meaning and exact terms (lexical when no embedder "
-                "is configured or nothing searched has vectors); 'semantic' meaning only; "
-                "'lexical' BM25 over identifiers and words. Repositories indexed without "
-                "vectors are ranked lexically and listed in lexical_only_repositories."
+                description="'hybrid' (the default) fuses meaning and exact terms (lexical "
+                "when no embedder is configured or nothing searched has vectors); 'semantic' "
+                "meaning only; 'lexical' BM25 over identifiers and words. Repositories indexed "
+                "without vectors are ranked lexically and listed in lexical_only_repositories."
             ),
-        ] = "hybrid",
+        ] = None,
         limit: Annotated[
-            int, Field(description="Results to return.", ge=1, le=MAX_SEARCH_LIMIT, strict=True)
-        ] = DEFAULT_SEARCH_LIMIT,
+            int,
+            Field(
+                description="Results to return.",
+                ge=1,
+                le=defaults.MAX_SEARCH_LIMIT,
+                strict=True,
+            ),
+        ] = defaults.DEFAULT_SEARCH_LIMIT,
         refresh: Annotated[
             bool,
             Field(
@@ -207,26 +216,25 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         """
         state = state_of(ctx)
         with coded():
+            query_ = SearchQuery.build(
+                query,
+                mode=mode,
+                limit=limit,
+                repository_id=repository_id,
+                file_type=file_type,
+                directory=directory,
+                language=language,
+            )
             cb = await state.workspaces.codebase(project_id, create=False)
-            if repository_id is not None:
-                await cb.repository(repository_id)  # REPOSITORY_NOT_FOUND, not an empty list
             refreshed: list[IndexResult] | None = None
             if refresh:
                 refreshed = await cb.refresh(
-                    repository_id,
+                    query_.filters.repository_id,
                     only=state.roots.allows,
                     progress=lambda i, n: progress_reporter(ctx, i, n),
                 )
             async with state.search_slots:
-                result = await cb.search(
-                    query,
-                    mode=mode,
-                    limit=limit,
-                    repository_id=repository_id,
-                    file_type=file_type,
-                    directory=directory,
-                    language=language,
-                )
+                result = await cb.search(query_)
         if response_format == "markdown":
             text = search_markdown(result, detail_level)
             if refreshed is not None:

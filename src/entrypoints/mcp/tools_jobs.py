@@ -4,19 +4,16 @@ or ``codebase-mcp worker`` processes sharing the database."""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
-from pydantic import AliasChoices, Field
+from pydantic import Field
 
-from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import DEFAULT_JOB_PAGE, MAX_JOB_PAGE, check_project_id
-from codebase_mcp_search.core.models.base import MAX_OFFSET
-from codebase_mcp_search.entrypoints.facade import resolve_repo_path
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.models import JobQuery
 from codebase_mcp_search.entrypoints.mcp.errors import coded
 from codebase_mcp_search.entrypoints.mcp.state import state_of
-from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId
+from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId, RepoPath, repository_request
 from codebase_mcp_search.entrypoints.presenters import (
     job_cancel_payload,
     job_started_payload,
@@ -36,15 +33,7 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
 
     @mcp.tool(annotations={"openWorldHint": False})
     async def start_indexing_background(
-        repo_path: Annotated[
-            str,
-            Field(
-                validation_alias=AliasChoices("repo_path", "path"),
-                description="Absolute path of the repository's root directory.",
-                min_length=1,
-                max_length=4096,
-            ),
-        ],
+        repo_path: RepoPath,
         ctx: Context,
         project_id: ProjectId = None,
         force_reindex: Annotated[
@@ -61,16 +50,10 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         """
         state = state_of(ctx)
         with coded():
-            if not os.path.isabs(repo_path):
-                raise ValidationFailed(
-                    "repo_path", repo_path, "must be an absolute path, e.g. /home/me/project"
-                )
-            root = resolve_repo_path(state.roots.check(repo_path))
+            request = repository_request(state, repo_path, force=force_reindex)
             cb = await state.workspaces.codebase(project_id)
-            job = await cb.start_job(root, force=force_reindex)
-            if state.worker is not None:
-                state.worker.wake()
-            estimate = await cb.jobs.estimate_seconds(cb.project_id, root)
+            job = await cb.start_job(request)
+            estimate = await cb.jobs.estimate_seconds(cb.project_id, request.root)
         return job_started_payload(job, estimate, cb.database_name)
 
     @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
@@ -84,10 +67,8 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         unknown id."""
         state = state_of(ctx)
         with coded():
-            jobs = await state.workspaces.jobs()
-            job = await jobs.status(job_id)
-            database = await state.workspaces.database_name(job.project_id)
-        return job_status_payload(job, database)
+            job = await state.workspaces.jobs.status(job_id)
+        return job_status_payload(job, state.workspaces.database_name(job.project_id))
 
     @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
     async def list_background_jobs(
@@ -96,10 +77,10 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
             JobStatusName | None, Field(description="Only jobs with this status.")
         ] = None,
         limit: Annotated[
-            int, Field(description="Jobs per page.", ge=1, le=MAX_JOB_PAGE, strict=True)
-        ] = DEFAULT_JOB_PAGE,
+            int, Field(description="Jobs per page.", ge=1, le=defaults.MAX_JOB_PAGE, strict=True)
+        ] = defaults.DEFAULT_JOB_PAGE,
         offset: Annotated[
-            int, Field(description="Jobs to skip.", ge=0, le=MAX_OFFSET, strict=True)
+            int, Field(description="Jobs to skip.", ge=0, le=defaults.MAX_OFFSET, strict=True)
         ] = 0,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
@@ -109,9 +90,9 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         are kept 7 days."""
         state = state_of(ctx)
         with coded():
-            pid = check_project_id(project_id or state.workspaces.default_project)
-            jobs = await state.workspaces.jobs()
-            page = await jobs.list(status=status, project_id=pid, limit=limit, offset=offset)
+            pid = state.workspaces.project_id(project_id)
+            query = JobQuery.build(project_id=pid, status=status, limit=limit, offset=offset)
+            page = await state.workspaces.jobs.list(query)
         return {
             "jobs": [job_summary_payload(j) for j in page.jobs],
             "total_count": page.total_count,
@@ -129,8 +110,5 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         that has already ended."""
         state = state_of(ctx)
         with coded():
-            jobs = await state.workspaces.jobs()
-            job = await jobs.cancel(job_id)
-            if state.worker is not None:
-                state.worker.cancel_requested(job.id)
+            job = await state.workspaces.jobs.cancel(job_id)
         return job_cancel_payload(job)

@@ -12,18 +12,18 @@ from typing import Annotated, Any
 from fastmcp import Context, FastMCP
 from pydantic import AliasChoices, Field
 
-from codebase_mcp_search.core.models import (
+from codebase_mcp_search.core.defaults import (
+    DEFAULT_TASK_PAGE,
     MAX_BRANCH_CHARS,
     MAX_DESCRIPTION,
     MAX_NOTES,
+    MAX_OFFSET,
     MAX_REFERENCE_CHARS,
     MAX_REFERENCES,
+    MAX_TASK_PAGE,
     MAX_TITLE,
-    Task,
-    TaskSummary,
 )
-from codebase_mcp_search.core.models.base import MAX_OFFSET
-from codebase_mcp_search.core.services.tasks import MAX_LIST_LIMIT
+from codebase_mcp_search.core.models import Task, TaskQuery, TaskSummary
 from codebase_mcp_search.entrypoints.mcp.errors import coded
 from codebase_mcp_search.entrypoints.mcp.state import state_of
 from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId
@@ -162,8 +162,8 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
             str | None, Field(description="Only tasks linked to this branch.")
         ] = None,
         limit: Annotated[
-            int, Field(description="Tasks per page.", ge=1, le=MAX_LIST_LIMIT, strict=True)
-        ] = 50,
+            int, Field(description="Tasks per page.", ge=1, le=MAX_TASK_PAGE, strict=True)
+        ] = DEFAULT_TASK_PAGE,
         offset: Annotated[
             int,
             Field(description="Tasks to skip (paging).", ge=0, le=MAX_OFFSET, strict=True),
@@ -182,8 +182,9 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         (all matches), has_more (another page follows) and success."""
         state = state_of(ctx)
         with coded():
+            query = TaskQuery.build(status=status, branch=branch, limit=limit, offset=offset)
             cb = await state.workspaces.codebase(project_id, create=False)
-            page = await cb.tasks.list(status=status, branch=branch, limit=limit, offset=offset)
+            page = await cb.tasks.list(query)
         shape = task_payload if full_details else summary_payload
         return {
             "success": True,

@@ -3,15 +3,17 @@
 - ``service``: ``IndexingService``, the use case, and ``IndexRun``, one call of it;
 - ``decisions``: what to re-chunk and delete, the model rule, the run's status (pure);
 - ``pipeline``: batches read, chunked, embedded and written with the stages overlapping;
-- ``early``: chunking of the first scanned files while the indexing lock is taken;
+- ``speculative``: chunking of the first scanned files while the indexing lock is taken;
 - ``embedding``: vectors attached from the embedding cache, or embedded;
-- ``progress``: the progress callback, cancellation token and live counts a caller hands a run.
+- ``progress``: the progress callback, cancellation token and live counts a caller hands a
+  run, and ``RunProgress``, the one percentage scale of a run.
 """
 
 from codebase_mcp_search.core.services.indexing.progress import (
     CancellationToken,
     ProgressCallback,
     RunCounts,
+    RunProgress,
 )
 from codebase_mcp_search.core.services.indexing.service import IndexingService, IndexRun
 
@@ -21,4 +23,5 @@ __all__ = [
     "IndexingService",
     "ProgressCallback",
     "RunCounts",
+    "RunProgress",
 ]

@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import PurePath
 
 from codebase_mcp_search.core import defaults
-from codebase_mcp_search.core.errors import RepositoryBusy, ValidationFailed
+from codebase_mcp_search.core.errors import RepositoryBusy
 from codebase_mcp_search.core.models import (
+    IndexRequest,
     IndexResult,
     PreparedFile,
     Repository,
@@ -36,7 +36,6 @@ from codebase_mcp_search.core.ports import (
     TokenCounter,
 )
 from codebase_mcp_search.core.services.indexing import decisions
-from codebase_mcp_search.core.services.indexing.early import EarlyChunking
 from codebase_mcp_search.core.services.indexing.embedding import attach_vectors
 from codebase_mcp_search.core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
 from codebase_mcp_search.core.services.indexing.progress import (
@@ -45,16 +44,15 @@ from codebase_mcp_search.core.services.indexing.progress import (
     RunCounts,
     report,
 )
+from codebase_mcp_search.core.services.indexing.speculative import SpeculativeChunking
 
 
 @dataclass(slots=True)
 class IndexRun:
     """One ``index`` call: what was asked, when it began, and the work it has under way."""
 
-    root: str
+    request: IndexRequest
     repo_id: str
-    name: str | None
-    force: bool
     progress: ProgressCallback | None
     token: CancellationToken
     started: float
@@ -63,7 +61,7 @@ class IndexRun:
     """When the run's snapshot began: ``indexed_at`` (a file modified after it may be newer
     than what the run read; search marks such hits stale after checking their hash)."""
     scan: asyncio.Future[ScanResult]
-    early: EarlyChunking
+    early: SpeculativeChunking
     counts: RunCounts
 
 
@@ -104,45 +102,40 @@ class IndexingService:
 
     async def index(
         self,
-        root: str,
+        request: IndexRequest,
         *,
-        name: str | None = None,
-        force: bool = False,
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         wait: bool = True,
         counts: RunCounts | None = None,
     ) -> IndexResult:
-        """Index the repository at the absolute path ``root``.
+        """Index the repository at ``request.root`` (an absolute path).
 
         Unchanged files (same sha256) are neither read past hashing, nor chunked nor embedded;
-        ``force`` re-chunks every file but still reuses cached embeddings. Removed files lose
+        ``request.force`` re-chunks every file but still reuses cached embeddings. Removed files lose
         their chunks. Per-file failures are reported in ``errors`` (status ``partial``).
-        Raises ``ValidationFailed`` for a bad root, ``ModelMismatch`` when the repository was
-        indexed with another embedding model and ``force`` is not set, ``Cancelled`` when
+        Raises ``ValidationFailed`` for a root that is not a directory, ``ModelMismatch`` when the repository was
+        indexed with another embedding model and ``request.force`` is not set, ``Cancelled`` when
         ``cancel`` is set (every file already written stays consistent), ``RepositoryBusy``
         when another process indexes the same repository and ``wait`` is False (with ``wait``,
         progress reports phase ``waiting`` and the run starts when the other ends).
         """
         started = time.perf_counter()
-        if not PurePath(root).is_absolute():
-            raise ValidationFailed("repo_path", root, "must be an absolute path")
+        root = request.root
         repo_id = repository_id_for(root)
         # The scan needs no database: it runs while the lock is taken, which may first start
         # the embedded server. So does chunking of the first files scanned, in a thread.
         began = utcnow()
         scan = asyncio.ensure_future(self._source.scan(root))
         threads = self._pool.start(1, self._chunker, self._tokens)
-        early = EarlyChunking(
+        early = SpeculativeChunking(
             lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
             self._batch_files,
             scan,
         )
         run = IndexRun(
-            root=root,
+            request=request,
             repo_id=repo_id,
-            name=name,
-            force=force,
             progress=progress,
             token=cancel or CancellationToken(),
             started=started,
@@ -176,6 +169,7 @@ class IndexingService:
 
     async def _index_locked(self, run: IndexRun) -> IndexResult:
         progress = run.progress
+        root = run.request.root
         await report(progress, "scanning", 0, 1)
         scan = await run.scan
         counts = run.counts
@@ -183,16 +177,18 @@ class IndexingService:
         await report(progress, "scanning", len(scan.files), len(scan.files))
         run.token.raise_if_cancelled()
 
-        existing = await self._store.find_repository(run.root)
+        existing = await self._store.find_repository(root)
         model = self._embedder.model if self._embedder is not None else None
         dimension = self._embedder.dimension if self._embedder is not None else None
-        force = decisions.rechunk_all(existing, model, dimension, force=run.force, root=run.root)
-        repo_name = decisions.repository_name(run.name, existing, run.root)
+        force = decisions.rechunk_all(
+            existing, model, dimension, force=run.request.force, root=root
+        )
+        repo_name = decisions.repository_name(run.request.name, existing, root)
         if existing is None or existing.name != repo_name or existing.embedding_model != model:
             # Register first so that files written below always belong to a known repository.
             # With the model from the start: a run that fails midway leaves vectors of it, and
             # a forced model change switches the store before any new vector is written.
-            base = existing or Repository(id=run.repo_id, name=repo_name, path=run.root)
+            base = existing or Repository(id=run.repo_id, name=repo_name, path=root)
             await self._store.save_repository(
                 base.model_copy(
                     update={
@@ -248,7 +244,7 @@ class IndexingService:
                 return processes, self._workers + 1
             return self._pool.start(1, self._chunker, self._tokens), 1
 
-        prepare = functools.partial(read_and_chunk, self._source, run.root, run.repo_id)
+        prepare = functools.partial(read_and_chunk, self._source, root, run.repo_id)
         await run_batches(units, Stages(prepare, embed, write), start_chunking, run.token, errors)
 
         scanned = {e.path for e in scan.files}
@@ -268,7 +264,7 @@ class IndexingService:
                 Repository(
                     id=run.repo_id,
                     name=repo_name,
-                    path=run.root,
+                    path=root,
                     embedding_model=model,
                     embedding_dimension=dimension,
                     indexed_at=run.began,

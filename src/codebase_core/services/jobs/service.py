@@ -1,52 +1,124 @@
-"""JobService: the job tools' use cases (start, status, list, cancel), validated."""
+"""JobService: the job use cases (start, run and wait, status, list, cancel) over a ``JobQueue``.
+
+"Index this repository and wait" runs through the queue too (``run``), so one repository never
+has two runs at once, whichever interface started them, and a caller that gives up (a client's
+timeout) leaves the job to finish.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
+from pathlib import PurePath
+from typing import Protocol
 
-from codebase_mcp_search.core.errors import InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.errors import DuplicateJob, JobFailed
 from codebase_mcp_search.core.models import (
-    MAX_JOB_PAGE,
+    IndexRequest,
+    IndexResult,
     Job,
     JobPage,
+    JobQuery,
     JobStatus,
     check_job_id,
     new_job_id,
     utcnow,
 )
-from codebase_mcp_search.core.models.base import MAX_OFFSET
 from codebase_mcp_search.core.ports import JobQueue
 
 ESTIMATE_FROM = 20
 """Completed jobs of a project looked at for a repository's last duration."""
+POLL_S = 0.25
+"""How often ``run`` reads the job it waits for."""
+
+JobWatcher = Callable[[Job], Awaitable[None] | None]
+"""Hears each reading of a job that ``run`` follows."""
+
+
+class LocalWorker(Protocol):
+    """A worker of this process (``JobWorker``), told of submits and cancels at once rather
+    than at its next poll or heartbeat."""
+
+    def wake(self) -> None: ...
+    def cancel_requested(self, job_id: str) -> None: ...
 
 
 class JobService:
     """Background indexing jobs over a ``JobQueue`` (workers run them; see ``JobWorker``)."""
 
-    def __init__(self, queue: JobQueue, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self, queue: JobQueue, clock: Callable[[], datetime] = utcnow, poll_s: float = POLL_S
+    ) -> None:
         self._queue = queue
         self._clock = clock
+        self._poll_s = poll_s
+        self._local: list[LocalWorker] = []
 
     @property
     def queue(self) -> JobQueue:
         return self._queue
 
-    async def start(
-        self, *, project_id: str, repo_path: str, repo_name: str, force: bool = False
-    ) -> Job:
-        """A new pending job for an absolute, existing ``repo_path`` (the caller resolves
-        it); ``DuplicateJob`` while another is active for it."""
+    def attach(self, worker: LocalWorker) -> None:
+        """Tell ``worker`` (of this process) of every submit and cancel from now on."""
+        self._local.append(worker)
+
+    def detach(self, worker: LocalWorker) -> None:
+        if worker in self._local:
+            self._local.remove(worker)
+
+    async def start(self, project_id: str, request: IndexRequest) -> Job:
+        """A new pending job for ``request`` in ``project_id``; ``DuplicateJob`` while another
+        is active for its repository. The job names the repository ``request.name``, else
+        the root's last part."""
         job = Job(
             id=new_job_id(),
             project_id=project_id,
-            repo_path=repo_path,
-            repo_name=repo_name,
-            force_reindex=force,
+            repo_path=request.root,
+            repo_name=request.name or PurePath(request.root).name or request.root,
+            force_reindex=request.force,
             created_at=self._clock(),
         )
-        return await self._queue.submit(job)
+        submitted = await self._queue.submit(job)
+        for worker in self._local:
+            worker.wake()
+        return submitted
+
+    async def run(
+        self, project_id: str, request: IndexRequest, watch: JobWatcher | None = None
+    ) -> IndexResult:
+        """Index through the queue and wait: submit a job for ``request`` (or join the one
+        already active for its repository; a forced request waits for that one, then submits
+        its own), then follow it to its end, calling ``watch`` with each reading. A job that
+        does not complete raises ``JobFailed`` with its error's code."""
+        while True:
+            try:
+                job = await self.start(project_id, request)
+            except DuplicateJob as e:
+                job = await self.status(e.details["job_id"])
+                if request.force:
+                    await self._follow(job, watch)
+                    continue
+            ended = await self._follow(job, watch)
+            if ended.status is JobStatus.COMPLETED and ended.result is not None:
+                return ended.result
+            if ended.status is JobStatus.CANCELLED:
+                raise JobFailed("CANCELLED", f"indexing job {ended.id} was cancelled")
+            raise JobFailed(
+                ended.error_type or "INTERNAL_ERROR",
+                ended.error_message or f"indexing job {ended.id} ended {ended.status.value}",
+            )
+
+    async def _follow(self, job: Job, watch: JobWatcher | None) -> Job:
+        while True:
+            if watch is not None:
+                outcome = watch(job)
+                if outcome is not None:
+                    await outcome
+            if job.status.terminal:
+                return job
+            await asyncio.sleep(self._poll_s)
+            job = await self._queue.get(job.id)
 
     async def estimate_seconds(self, project_id: str, repo_path: str) -> float | None:
         """How long the last completed job of this repository took (None: never indexed by a
@@ -62,24 +134,18 @@ class JobService:
     async def status(self, job_id: object) -> Job:
         return await self._queue.get(check_job_id(job_id))
 
-    async def list(
-        self,
-        *,
-        status: object = None,
-        project_id: str | None = None,
-        limit: object = 20,
-        offset: object = 0,
-    ) -> JobPage:
-        parsed = JobStatus.parse(status) if status is not None else None
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise ValidationFailed("limit", limit, f"must be an integer from 1 to {MAX_JOB_PAGE}")
-        if not 1 <= limit <= MAX_JOB_PAGE:
-            raise InvalidLimit(limit, 1, MAX_JOB_PAGE)
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
-            raise ValidationFailed("offset", offset, f"must be an integer from 0 to {MAX_OFFSET}")
+    async def list(self, query: JobQuery) -> JobPage:
         return await self._queue.list(
-            status=parsed, project_id=project_id, limit=limit, offset=offset
+            status=query.status,
+            project_id=query.project_id,
+            limit=query.page.limit,
+            offset=query.page.offset,
         )
 
     async def cancel(self, job_id: object) -> Job:
-        return await self._queue.request_cancel(check_job_id(job_id))
+        """Cancel a job, or ask its worker to (see ``JobQueue.request_cancel``); a worker of
+        this process running it stops at once."""
+        job = await self._queue.request_cancel(check_job_id(job_id))
+        for worker in self._local:
+            worker.cancel_requested(job.id)
+        return job

@@ -1,4 +1,6 @@
-"""JobWorker: claims jobs from a ``JobQueue`` and runs up to N of them at once.
+"""JobWorker: claims jobs from a ``JobQueue`` and runs up to N of them at once, each as an
+indexing run of its project's ``IndexingService`` (given by the ``indexing`` resolver the
+composition root injects).
 
 Each job it holds gets a heartbeat that renews the lease and records progress every
 ``heartbeat_s``; the heartbeat is also how a cancellation reaches the run (the queue marks
@@ -36,13 +38,16 @@ from codebase_mcp_search.core.models import (
     utcnow,
 )
 from codebase_mcp_search.core.ports import JobQueue
-from codebase_mcp_search.core.services.indexing.progress import CancellationToken
-from codebase_mcp_search.core.services.jobs.progress import JobProgressTracker
+from codebase_mcp_search.core.services.indexing import (
+    CancellationToken,
+    IndexingService,
+    RunProgress,
+)
 
 log = logging.getLogger("codebase_mcp")
 
-JobRunner = Callable[[Job, JobProgressTracker, CancellationToken], Awaitable[IndexResult]]
-"""Runs one job's indexing with the tracker as its progress callback (and its counts)."""
+IndexingFor = Callable[[str], Awaitable[IndexingService]]
+"""A project's indexing service, by project id."""
 
 BLOCKERS = (EmbedderUnavailable, StoreUnavailable)
 """Failures of what a run depends on, not of the run: the job waits for them to pass."""
@@ -81,7 +86,7 @@ class _Held:
     def __init__(self, job: Job) -> None:
         self.job = job
         self.token = CancellationToken()
-        self.tracker = JobProgressTracker(floor=job.progress_percentage)
+        self.tracker = RunProgress(floor=job.progress_percentage)
         self.cancel_asked = asyncio.Event()
         self.lost = False
         self.task: asyncio.Task[None] | None = None
@@ -93,7 +98,7 @@ class JobWorker:
     def __init__(
         self,
         queue: JobQueue,
-        runner: JobRunner,
+        indexing: IndexingFor,
         worker_id: str,
         config: WorkerConfig | None = None,
         clock: Callable[[], datetime] = utcnow,
@@ -104,7 +109,7 @@ class JobWorker:
         self._is_dead = is_dead
         self._last_reap: float | None = None
         self._queue = queue
-        self._runner = runner
+        self._indexing = indexing
         self.worker_id = worker_id
         self.config = config or WorkerConfig()
         self._clock = clock
@@ -296,9 +301,18 @@ class JobWorker:
             log.info("job %s completed", held.job.id)
             return
 
+    async def _index(self, held: _Held) -> IndexResult:
+        service = await self._indexing(held.job.project_id)
+        return await service.index(
+            held.job.request(),
+            progress=held.tracker,
+            cancel=held.token,
+            counts=held.tracker.counts,
+        )
+
     async def _attempt(self, held: _Held) -> IndexResult:
         """One indexing run; past the grace after a cancellation it is interrupted."""
-        run = asyncio.ensure_future(self._runner(held.job, held.tracker, held.token))
+        run = asyncio.ensure_future(self._index(held))
         asked = asyncio.ensure_future(held.cancel_asked.wait())
         try:
             await asyncio.wait({run, asked}, return_when=asyncio.FIRST_COMPLETED)

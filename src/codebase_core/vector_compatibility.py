@@ -3,14 +3,14 @@
 Vectors of two models are not comparable (nor are two dimensions), so mixing them would
 rank garbage without an error. Every place that could mix them (indexing, searching, and
 each store's write and search paths) asks ``check_one_model`` with what it holds, and so
-every refusal reads the same and names the same fixes.
+every refusal reads the same and carries the same hint (the fix, in each interface's terms).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codebase_mcp_search.core.errors import ModelMismatch
+from codebase_mcp_search.core.errors import Hint, ModelMismatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,33 +36,27 @@ def check_one_model(held: HeldVectors, model: str | None, dimension: int | None 
         held.dimension is None or dimension is None or held.dimension == dimension
     ):
         return
-    raise ModelMismatch(mismatch_message(held, model, dimension), repository_id=held.repository_id)
+    add = held.model is None and held.dimension is None
+    raise ModelMismatch(
+        mismatch_message(held, model, dimension),
+        # Nothing to drop: a plain incremental run re-chunks it whole with the embedder.
+        hint=Hint.ADD_VECTORS if add else Hint.ONE_MODEL,
+        repository_id=held.repository_id,
+        path=held.path,
+    )
 
 
 def mismatch_message(held: HeldVectors, model: str | None, dimension: int | None) -> str:
-    """The one text of a ``ModelMismatch``: who holds what, what was offered, and the fix that
-    works for it (names of both interfaces: MCP parameters, then the CLI command)."""
+    """The one text of a ``ModelMismatch``: who holds what, and what was offered (the fix is
+    the interface's to say, from the error's hint)."""
     where = "this project"
     if held.repository is not None:
         where = f"repository {held.repository!r}"
         if held.repository_id is not None:
             where += f" ({held.repository_id})"
-    path = held.path or "PATH"
     holds = _describe(held.model, held.dimension, "no vectors (indexed without an embedder)")
     gives = _describe(model, dimension, "none (no embedder)")
-    if held.model is None and held.dimension is None:
-        # Nothing to drop: a plain incremental run re-chunks it whole with the embedder.
-        fix = (
-            f"re-index it to add its vectors (index_repository, no force_reindex needed; CLI: "
-            f"codebase-mcp index {path}); searches rank it lexically meanwhile"
-        )
-    else:
-        fix = (
-            "a project holds vectors of one model: re-index with force_reindex (CLI: "
-            f"codebase-mcp index {path} --force) using one embedding model, search with "
-            "mode='lexical' meanwhile, or use another project (CODEBASE_MCP_PROJECT)"
-        )
-    return f"{where} holds {holds}, the embedder in use gives {gives}; {fix}"
+    return f"{where} holds {holds}, the embedder in use gives {gives}"
 
 
 def _describe(model: str | None, dimension: int | None, nothing: str) -> str:

@@ -1,4 +1,4 @@
-"""Early chunking: the first scanned files are chunked while the indexing lock is taken.
+"""Speculative chunking: the first scanned files are chunked while the indexing lock is taken.
 
 Taking the lock may first start the store's server (a fresh embedded one takes a while, on
 one core), and which files changed is only known once the store answers. Rather than wait,
@@ -21,7 +21,7 @@ from codebase_mcp_search.core.services.indexing.pipeline import Prepared, Prepar
 EARLY_FILES = 4096
 
 
-class EarlyChunking:
+class SpeculativeChunking:
     """Prepares batches of the scan's first files until stopped (see the module doc)."""
 
     def __init__(

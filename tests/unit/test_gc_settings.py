@@ -11,7 +11,7 @@ _PROBE = """
 import gc, json, sys
 gc.set_threshold(700, 10, 10)
 before = gc.get_freeze_count()
-from codebase_mcp_search.entrypoints.mcp.heap import FIRST_CALL_IMPORTS, YOUNG_THRESHOLD, settle_heap
+from codebase_mcp_search.entrypoints.mcp.gc_settings import FIRST_CALL_IMPORTS, YOUNG_THRESHOLD, settle_heap
 settle_heap()
 first = gc.get_threshold()
 gc.set_threshold(50_000, 10, 10)

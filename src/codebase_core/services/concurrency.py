@@ -1,4 +1,5 @@
-"""Two awaitables run at once, with neither left running when the other fails."""
+"""Concurrency helpers of the services: two awaitables run at once, with neither left running
+when the other fails."""
 
 from __future__ import annotations
 

@@ -1,0 +1,147 @@
+"""Which embedder a process uses: the configured one, opened, or (``auto``) the first that
+works of Ollama, the built-in ONNX model and the local extra, else none (lexical search only).
+A container resource (``Container.embedder_choice``): chosen once per process, and logged."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
+from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions, redact_url
+from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.ports import Embedder
+
+log = logging.getLogger("codebase_mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderChoice:
+    """The embedder in use (None: lexical search only), what was asked for and why."""
+
+    embedder: Embedder | None
+    requested: str
+    chosen: str
+    reason: str
+
+
+def _options(config: Mapping[str, Any]) -> HttpEmbeddingOptions:
+    """(``max_input_chars`` None: the embedder's own default for its server kind.)"""
+    return HttpEmbeddingOptions(
+        batch_size=config["embedding_batch_size"],
+        max_in_flight=config["embedding_concurrency"],
+        timeout_s=config["embedding_timeout"],
+        retries=config["embedding_retries"],
+        max_input_chars=config["embedding_max_chars"],
+    )
+
+
+def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbedder:
+    return OllamaEmbedder(
+        client,
+        config["ollama_base_url"],
+        config["ollama_embedding_model"],
+        _options(config),
+    )
+
+
+def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompatibleEmbedder:
+    key = config["openai_api_key"]
+    return OpenAICompatibleEmbedder(
+        client,
+        config["openai_base_url"],
+        config["openai_embedding_model"],
+        key.get_secret_value() if key is not None else None,
+        _options(config),
+    )
+
+
+def _onnx(config: Mapping[str, Any], client: httpx.AsyncClient) -> OnnxEmbedder:
+    """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
+    return OnnxEmbedder(
+        config["onnx_model"],
+        model_dir=config["onnx_model_dir"],
+        graph_file=config["onnx_file"],
+        quantize=config["onnx_quantize"],
+        cache_dir=Path(config["data_dir"]) / "models",
+        batch_size=config["embedding_batch_size"],
+    )
+
+
+def _local(config: Mapping[str, Any], client: httpx.AsyncClient) -> LocalEmbedder:
+    """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
+    return LocalEmbedder(config["local_model"], batch_size=config["embedding_batch_size"])
+
+
+# The embedders that must be opened (a server asked, a model loaded) before use.
+_OPENED: dict[
+    str,
+    Callable[
+        [Mapping[str, Any], httpx.AsyncClient],
+        OllamaEmbedder | OpenAICompatibleEmbedder | OnnxEmbedder | LocalEmbedder,
+    ],
+] = {"ollama": _ollama, "openai": _openai, "onnx": _onnx, "local": _local}
+
+
+async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) -> EmbedderChoice:
+    """The configured embedder, opened (dimension known). ``auto`` tries Ollama, then the ONNX
+    model, then the local model, then settles for none; an explicit choice raises
+    ``EmbedderUnavailable``."""
+    requested = config["embedder"]
+    if requested == "none":
+        return EmbedderChoice(None, requested, "none", "CODEBASE_MCP_EMBEDDER=none")
+    if requested == "hash":
+        hashing = HashingEmbedder(dimension=config["hash_dimension"])
+        return EmbedderChoice(hashing, requested, "hash", "CODEBASE_MCP_EMBEDDER=hash")
+    if requested != "auto":
+        explicit = _OPENED[requested](config, client)
+        await explicit.open()
+        return EmbedderChoice(explicit, requested, requested, f"CODEBASE_MCP_EMBEDDER={requested}")
+    server = _ollama(config, client)
+    found, why_not_ollama = await server.has_model()
+    if found:
+        try:
+            await server.open()
+            return EmbedderChoice(server, requested, "ollama", why_not_ollama)
+        except EmbedderUnavailable as e:
+            why_not_ollama = e.message
+    onnx = _onnx(config, client)
+    try:
+        await onnx.open()
+        return EmbedderChoice(onnx, requested, "onnx", f"{why_not_ollama}; the ONNX model loaded")
+    except EmbedderUnavailable as e:
+        why_not = f"{why_not_ollama}; {e.message}"
+    if not local_extra_installed():
+        reason = f"{why_not}; the local extra is not installed: lexical search only"
+        return EmbedderChoice(None, requested, "none", reason)
+    local = _local(config, client)
+    try:
+        await local.open()
+    except EmbedderUnavailable as e:
+        return EmbedderChoice(None, requested, "none", f"{why_not}; {e.message}")
+    return EmbedderChoice(local, requested, "local", f"{why_not}; the local extra is installed")
+
+
+async def embedder_choice(
+    config: Mapping[str, Any], client: httpx.AsyncClient
+) -> AsyncIterator[EmbedderChoice]:
+    """``choose_embedder`` as a container resource: chosen once per process, and logged."""
+    choice = await choose_embedder(config, client)
+    model = (
+        f"{choice.embedder.model} ({choice.embedder.dimension} dimensions)"
+        if choice.embedder
+        else "lexical search only"
+    )
+    # An automatic choice is news worth a line; an explicit one is what the user asked for.
+    level = logging.INFO if choice.requested == "auto" else logging.DEBUG
+    log.log(level, "embedder: %s, %s [%s]", choice.chosen, model, redact_url(choice.reason))
+    yield choice

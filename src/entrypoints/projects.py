@@ -1,0 +1,121 @@
+"""A process's projects: each one's stores and services, built on first use and kept for the
+life of the process (a server answers for many projects; a job worker runs any project's)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
+from codebase_mcp_search.adapters.postgres import (
+    AnnConfig,
+    PgChunkStore,
+    PgDatabase,
+    PgTaskRepo,
+    schema_name,
+)
+from codebase_mcp_search.core.models import check_project_id
+from codebase_mcp_search.core.ports import ChunkStore, TaskRepo
+from codebase_mcp_search.core.services import IndexingService, SearchService, TaskService
+
+T = TypeVar("T")
+
+
+async def resolved(provided: T | Awaitable[T]) -> T:
+    """A provider's value: providers run in async mode (see ``build_container``)."""
+    if inspect.isawaitable(provided):
+        return await provided
+    return provided
+
+
+class ProjectStores:
+    """Each project's chunk store and task repository, created on first use and kept for the
+    life of the process (a server answers for many projects). ``database`` None: memory."""
+
+    def __init__(self, database: PgDatabase | None, ann: AnnConfig) -> None:
+        self._database = database
+        self._ann = ann
+        self._stores: dict[str, ChunkStore] = {}
+        self._repos: dict[str, TaskRepo] = {}
+
+    @property
+    def database(self) -> PgDatabase | None:
+        """The Postgres database (None for the memory store)."""
+        return self._database
+
+    def database_name(self, project_id: str) -> str | None:
+        """The Postgres schema of a project (None for the memory store)."""
+        return schema_name(project_id) if self._database is not None else None
+
+    def chunk_store(self, project_id: str) -> ChunkStore:
+        pid = check_project_id(project_id)
+        store = self._stores.get(pid)
+        if store is None:
+            db = self._database
+            store = InMemoryChunkStore() if db is None else PgChunkStore(db, pid, ann=self._ann)
+            self._stores[pid] = store
+        return store
+
+    def task_repo(self, project_id: str) -> TaskRepo:
+        pid = check_project_id(project_id)
+        repo = self._repos.get(pid)
+        if repo is None:
+            db = self._database
+            repo = InMemoryTaskRepo() if db is None else PgTaskRepo(db, pid)
+            self._repos[pid] = repo
+        return repo
+
+    async def project_ids(self) -> list[str]:
+        """Every project: those in the database, or those used by this process (memory)."""
+        if self._database is None:
+            return sorted(set(self._stores) | set(self._repos))
+        return [pid for pid, _ in await self._database.projects()]
+
+    async def sizes(self) -> dict[str, int]:
+        """Bytes on disk per project (empty for the memory store)."""
+        if self._database is None:
+            return {}
+        return await self._database.workspace_sizes()
+
+
+class ProjectServices:
+    """Each project's services over its stores, from the container's factories (given as
+    providers, called with the project's store): what every interface and the job worker
+    resolve a project's use cases through."""
+
+    def __init__(
+        self,
+        stores: ProjectStores,
+        indexing: Callable[..., Any],
+        search: Callable[..., Any],
+        tasks: Callable[..., Any],
+    ) -> None:
+        self.stores = stores
+        self._make_indexing, self._make_search, self._make_tasks = indexing, search, tasks
+        self._indexing: dict[str, IndexingService] = {}
+        self._search: dict[str, SearchService] = {}
+        self._tasks: dict[str, TaskService] = {}
+
+    async def indexing(self, project_id: str) -> IndexingService:
+        """The project's indexing service (the embedder is chosen and opened on first use)."""
+        pid = check_project_id(project_id)
+        if pid not in self._indexing:
+            made = await resolved(self._make_indexing(store=self.stores.chunk_store(pid)))
+            self._indexing.setdefault(pid, made)
+        return self._indexing[pid]
+
+    async def search(self, project_id: str) -> SearchService:
+        """The project's search service (its embedder is resolved when a search needs it)."""
+        pid = check_project_id(project_id)
+        if pid not in self._search:
+            made = await resolved(self._make_search(store=self.stores.chunk_store(pid)))
+            self._search.setdefault(pid, made)
+        return self._search[pid]
+
+    async def tasks(self, project_id: str) -> TaskService:
+        pid = check_project_id(project_id)
+        if pid not in self._tasks:
+            made = await resolved(self._make_tasks(repo=self.stores.task_repo(pid)))
+            self._tasks.setdefault(pid, made)
+        return self._tasks[pid]
