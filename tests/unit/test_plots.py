@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from bench import plots  # needs matplotlib, of the dev extra
@@ -18,3 +19,10 @@ def test_every_plot_is_drawn_from_the_committed_results(tmp_path: Path) -> None:
         assert path.parent == tmp_path
         assert path.read_bytes().startswith(b"\x89PNG"), path
         assert path.stat().st_size > 10_000, path
+
+
+def test_bench_readme_embeds_each_committed_plot() -> None:
+    readme = (ROOT / "bench" / "README.md").read_text()
+    embedded = set(re.findall(r"!\[[^]]*\]\(plots/([^)]+\.png)\)", readme))
+    committed = {p.name for p in (ROOT / "bench" / "plots").glob("*.png")}
+    assert embedded == committed == EXPECTED
