@@ -7,6 +7,10 @@ re-index runs, start with the page cache written back (the generated files stay 
 the previous run's data directory deleted), an unchanged
 re-index (medians of --runs runs) and a re-index after editing 1% of the files. Peak memory is
 the client's max RSS and, for Postgres, the largest sampled RSS sum of the server's processes.
+``phases`` gives, for the last cold index, when each phase of the progress reports was first
+and last reported (seconds from the start; the phases overlap, as the pipeline interleaves
+them batch by batch), and ``open`` when ``open_codebase`` returned (on a fresh data directory
+that includes creating and starting the embedded server).
 
     python -m bench.index_throughput [--store postgres] [--files 10000] [--runs 3] [--out x.json]
 """
@@ -148,8 +152,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             shutil.rmtree(Path(tmp) / f"data{run}", ignore_errors=True)  # none: memory store
         _settle()
         t = time.perf_counter()
+        clock = _PhaseClock(t)
         async with open_codebase(settings(args.runs)) as cb:
-            first = await cb.index(root)
+            clock.mark("open")
+            first = await cb.index(root, progress=clock)
             full.append(time.perf_counter() - t)
             full_s = statistics.median(full)
             _settle()
@@ -186,7 +192,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "server_peak_rss_mib": server_rss,
         "server_peak_pss_mib": server_pss,
+        "phases": clock.spans(),
     }
+
+
+class _PhaseClock:
+    """A progress callback noting when each phase was first and last reported."""
+
+    def __init__(self, start: float) -> None:
+        self._start = start
+        self._spans: dict[str, list[float]] = {}
+
+    def mark(self, phase: str) -> None:
+        now = round(time.perf_counter() - self._start, 3)
+        span = self._spans.setdefault(phase, [now, now])
+        span[1] = now
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        self.mark(phase)
+
+    def spans(self) -> dict[str, list[float]]:
+        return {phase: list(span) for phase, span in self._spans.items()}
 
 
 def _settle() -> None:
