@@ -10,6 +10,7 @@ the core's policy (``core.policies.ignoring``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,9 @@ class PathspecIgnoreRules:
             # then ``!*/``).
             files = pathspec.GitIgnoreSpec.from_lines(lines)
             dirs = pathspec.PathSpec.from_lines("gitignore", lines)
-        except ValueError as e:
+        except (ValueError, re.error) as e:
+            # re.error: pathspec leaves a bad character range (``[z-a]``) to ``re``, whose
+            # error is no ValueError; uncaught, one line of an ignore file ended the scan.
             raise ValidationFailed("patterns", list(lines), str(e)) from e
         # Blank lines and comments compile to patterns that never match (include is None).
         if all(p.include is None for p in files.patterns):
