@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pathspec
@@ -35,8 +36,10 @@ class PathspecIgnoreMatcher:
         return spec.check_file(rel[self._start :]).include
 
 
+@dataclass(frozen=True, slots=True)
 class PathspecIgnoreRules:
-    """pathspec: compiles gitignore-syntax pattern lists into ``PathspecIgnoreMatcher``s."""
+    """pathspec: compiles gitignore-syntax pattern lists into ``PathspecIgnoreMatcher``s.
+    Stateless: any two are equal."""
 
     def compile(self, lines: Sequence[str], directory: str = "") -> PathspecIgnoreMatcher | None:
         """The matcher of ``lines`` for paths below ``directory``; None without a pattern."""
