@@ -47,7 +47,7 @@ CHUNK_OVERLAP_LINES: Final = 3
 # Lines per window of a file without a grammar.
 CHUNK_WINDOW_LINES: Final = 60
 
-# --- Files (adapters.filesystem.LocalSourceTree) ------------------------------------------
+# --- Files (core.policies.SkipPolicy, applied by every SourceTree) ------------------------
 
 MAX_FILE_BYTES: Final = 1_048_576
 ALLOW_SECRETS: Final = False

@@ -55,13 +55,15 @@ class CoreError(Exception):
 
 
 class ValidationFailed(CoreError):
-    """A field breaks a rule; the message names the field, the value and the rule."""
+    """A field breaks a rule; the message names the field, the value and the rule (``field``
+    and ``rule`` are also kept apart, for a caller that reports them in its own words)."""
 
     code = "VALIDATION_ERROR"
 
     def __init__(self, field: str, value: Any, rule: str, *, hint: Hint | None = None) -> None:
         super().__init__(f"{field}={shorten(repr(value))}: {rule}", hint=hint, field=field)
         self.field = field
+        self.rule = rule
 
 
 class InvalidLimit(CoreError):

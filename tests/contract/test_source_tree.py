@@ -1,25 +1,26 @@
-"""SourceTree contract, on the in-memory tree and on the local filesystem: what ``touched``
-and ``changed`` report and what ``read_texts`` returns, whatever holds the files."""
+"""SourceTree contract, on the in-memory tree and on the local filesystem: what ``scan`` leaves
+out and reports, what ``touched`` and ``changed`` report and what ``read_texts`` returns,
+whatever holds the files."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 
-from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+from codebase_mcp_search.adapters.filesystem import LocalSourceTree, PathspecIgnoreRules
 from codebase_mcp_search.adapters.memory import InMemorySourceTree
 from codebase_mcp_search.core.errors import FileUnreadable
-from codebase_mcp_search.core.models import utcnow
+from codebase_mcp_search.core.models import SkipReason, utcnow
 from codebase_mcp_search.core.ports import SourceTree
 
 
 class Files(Protocol):
-    def write(self, path: str, data: str) -> None: ...
+    def write(self, path: str, data: str | bytes) -> None: ...
     def remove(self, path: str) -> None: ...
 
 
@@ -28,16 +29,36 @@ class Tree:
     source: SourceTree
     root: str
     files: Files
+    build: Callable[..., SourceTree]
+
+    def configure(self, **options: Any) -> None:
+        """A source tree with ``options`` (as the constructors take them) over the same files
+        takes the place of ``source``."""
+        self.source = self.build(**options)
 
 
 class _MemoryFiles:
-    def __init__(self, tree: InMemorySourceTree, root: str) -> None:
-        self._tree, self._root = tree, root
+    """Files written to the current in-memory tree, and kept to build another from."""
 
-    def write(self, path: str, data: str) -> None:
+    def __init__(self, root: str) -> None:
+        self._root = root
+        self._files: dict[str, bytes] = {}
+        self._tree = self.build()
+
+    def build(self, **options: Any) -> InMemorySourceTree:
+        # A memory tree matches ignore files through the port it is given, like the
+        # container's local tree through its default.
+        self._tree = InMemorySourceTree(
+            {self._root: self._files}, ignore_rules=PathspecIgnoreRules(), **options
+        )
+        return self._tree
+
+    def write(self, path: str, data: str | bytes) -> None:
+        self._files[path] = data.encode() if isinstance(data, str) else data
         self._tree.put(self._root, path, data)
 
     def remove(self, path: str) -> None:
+        del self._files[path]
         self._tree.remove(self._root, path)
 
 
@@ -45,10 +66,10 @@ class _DiskFiles:
     def __init__(self, root: Path) -> None:
         self._root = root
 
-    def write(self, path: str, data: str) -> None:
+    def write(self, path: str, data: str | bytes) -> None:
         target = self._root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(data)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
 
     def remove(self, path: str) -> None:
         (self._root / path).unlink()
@@ -57,12 +78,12 @@ class _DiskFiles:
 @pytest.fixture(params=["filesystem", "memory"])
 def tree(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tree]:
     if request.param == "memory":
-        memory = InMemorySourceTree()
-        yield Tree(memory, "/repo", _MemoryFiles(memory, "/repo"))
+        files = _MemoryFiles("/repo")
+        yield Tree(files.build(), "/repo", files, files.build)
     else:
         root = tmp_path / "repo"
         root.mkdir()
-        yield Tree(LocalSourceTree(), str(root), _DiskFiles(root))
+        yield Tree(LocalSourceTree(), str(root), _DiskFiles(root), LocalSourceTree)
 
 
 async def _indexed(tree: Tree) -> dict[str, str]:
@@ -163,3 +184,163 @@ async def test_read_texts_returns_each_text_in_order_and_unreadable_files_in_pla
     assert texts[2] == await tree.source.read_text(tree.root, "a.py")
     with pytest.raises(FileUnreadable):
         await tree.source.read_text(tree.root, "gone.py")
+
+
+# --- What a scan leaves out: the core's skip policy, applied by every tree alike ----------
+
+KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+
+
+async def _outcome(tree: Tree) -> tuple[list[str], dict[str, SkipReason]]:
+    """The paths a scan indexes, and what it leaves out with each reason."""
+    scan = await tree.source.scan(tree.root)
+    assert scan.errors == []
+    return [f.path for f in scan.files], {s.path: s.reason for s in scan.skipped}
+
+
+LEFT_OUT: list[tuple[str, str | bytes, SkipReason]] = [
+    (".env", "TOKEN=x\n", SkipReason.SECRET),
+    ("deploy/id_rsa", "not even a key\n", SkipReason.SECRET),
+    ("certs/Server.PEM", "cert\n", SkipReason.SECRET),
+    ("home/.aws/credentials", "[default]\n", SkipReason.SECRET),
+    ("keys/backup.txt", "a key:\n" + KEY, SkipReason.SECRET),
+    ("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", SkipReason.BINARY),
+    ("blob.dat", bytes([0x01, 0x02, 0xFF, 0xFE, 0x03]) * 400, SkipReason.BINARY),
+    ("app.min.js", "var a=1;", SkipReason.MINIFIED),
+    ("app.js.map", "{}", SkipReason.MINIFIED),
+    ("bundle.js", "var a=1;" * 400, SkipReason.MINIFIED),
+    ("package-lock.json", "{}", SkipReason.LOCK_FILE),
+    ("web/yarn.lock", "# lock\n", SkipReason.LOCK_FILE),
+    ("big.py", "x = 1\n" * 1000, SkipReason.TOO_LARGE),
+]
+
+
+@pytest.mark.parametrize(("rel", "content", "reason"), LEFT_OUT, ids=[rel for rel, *_ in LEFT_OUT])
+async def test_each_file_left_out_is_reported_with_its_reason(
+    tree: Tree, rel: str, content: str | bytes, reason: SkipReason
+) -> None:
+    tree.files.write("kept.py", "x = 1\n")
+    tree.files.write(rel, content)
+    tree.configure(max_file_bytes=5000)
+    assert await _outcome(tree) == (["kept.py"], {rel: reason})
+
+
+async def test_the_size_limit_is_inclusive(tree: Tree) -> None:
+    tree.files.write("fits.py", "#" * 99 + "\n")
+    tree.files.write("too_big.py", "#" * 100 + "\n")
+    tree.configure(max_file_bytes=100)
+    assert await _outcome(tree) == (["fits.py"], {"too_big.py": SkipReason.TOO_LARGE})
+
+
+async def test_public_halves_and_mentions_of_secrets_are_kept(tree: Tree) -> None:
+    kept = [".env.example", ".ssh/id_rsa.pub", "certs/server.pem.sample", ".aws/config"]
+    for rel in kept:
+        tree.files.write(rel, "value\n")
+    # The marker in a string literal, not at a line start: a PEM parser is code.
+    tree.files.write("pem_parser.py", 'MARKER = "-----BEGIN RSA PRIVATE KEY-----"\n')
+    assert await _outcome(tree) == (sorted([*kept, "pem_parser.py"]), {})
+
+
+async def test_allowed_secrets_are_indexed_and_not_reported(tree: Tree) -> None:
+    secrets = [".env", ".aws/credentials", "deploy/id_ed25519", "key.txt"]
+    for rel in secrets:
+        tree.files.write(rel, KEY)
+    tree.configure(allow_secrets=True)
+    assert await _outcome(tree) == (sorted(secrets), {})
+
+
+async def test_excluded_directories_are_pruned_as_one_entry_each(tree: Tree) -> None:
+    tree.files.write("main.py", "x = 1\n")
+    tree.files.write("node_modules/left-pad/index.js", "module.exports = 1\n")
+    tree.files.write("web/node_modules/x.js", "x\n")
+    tree.files.write("pkg/__pycache__/m.cpython-312.pyc", b"\0\0")
+    tree.files.write("env3/pyvenv.cfg", "home = /usr/bin\n")  # a virtualenv by another name
+    tree.files.write("env3/lib/site.py", "x\n")
+    # VCS metadata is neither indexed nor reported: every checkout has it.
+    tree.files.write(".git/config", "[core]\n")
+    tree.files.write("sub/.hg/store.py", "x\n")
+    # The whitelist idiom of an ignore file cannot bring them back.
+    tree.files.write(".gitignore", "*\n!*/\n!*.py\n!*.js\n!.gitignore\n")
+    assert await _outcome(tree) == (
+        [".gitignore", "main.py"],
+        {
+            "env3/": SkipReason.EXCLUDED_DIR,
+            "node_modules/": SkipReason.EXCLUDED_DIR,
+            "pkg/__pycache__/": SkipReason.EXCLUDED_DIR,
+            "web/node_modules/": SkipReason.EXCLUDED_DIR,
+        },
+    )
+
+
+async def test_ignore_files_apply_with_their_precedence(tree: Tree) -> None:
+    tree.files.write(".gitignore", "*.log\ngen/\n*.gen.py\n")
+    tree.files.write("src/.ignore", "scratch.py\n!keep.gen.py\n")
+    tree.files.write(".git/info/exclude", "local.py\n*.scratch\n")
+    tree.files.write("sub/.gitignore", "!keep.scratch\n!important.log\n")
+    for rel in [
+        "src/a.py",
+        "src/scratch.py",
+        "src/keep.gen.py",
+        "other.gen.py",
+        "run.log",
+        "gen/out.py",
+        "gen/deep/x.py",
+        "local.py",
+        "sub/a.scratch",
+        "sub/keep.scratch",
+        "sub/important.log",
+    ]:
+        tree.files.write(rel, "x = 1\n")
+    # .ignore beats .gitignore, which beats .git/info/exclude; the nearest file decides; an
+    # ignored directory is one entry.
+    kept = [".gitignore", "src/.ignore", "src/a.py", "src/keep.gen.py", "sub/.gitignore"]
+    assert await _outcome(tree) == (
+        [*kept, "sub/important.log", "sub/keep.scratch"],
+        {
+            "gen/": SkipReason.IGNORED,
+            "local.py": SkipReason.IGNORED,
+            "other.gen.py": SkipReason.IGNORED,
+            "run.log": SkipReason.IGNORED,
+            "src/scratch.py": SkipReason.IGNORED,
+            "sub/a.scratch": SkipReason.IGNORED,
+        },
+    )
+
+
+async def test_a_secret_named_in_an_ignore_file_is_reported_as_a_secret(tree: Tree) -> None:
+    tree.files.write(".gitignore", ".env\nyarn.lock\n")
+    tree.files.write(".env", "TOKEN=x\n")
+    tree.files.write("yarn.lock", "# lock\n")
+    assert await _outcome(tree) == (
+        [".gitignore"],
+        {".env": SkipReason.SECRET, "yarn.lock": SkipReason.LOCK_FILE},
+    )
+
+
+async def test_extra_excludes_use_gitignore_syntax(tree: Tree) -> None:
+    for rel in ["docs/a.md", "src/a.py", "src/gen_a.py", "src/gen_keep.py"]:
+        tree.files.write(rel, "x\n")
+    tree.configure(extra_excludes=["docs/", "gen_*.py", "!gen_keep.py"])
+    assert await _outcome(tree) == (
+        ["src/a.py", "src/gen_keep.py"],
+        {"docs/": SkipReason.IGNORED, "src/gen_a.py": SkipReason.IGNORED},
+    )
+
+
+async def test_an_invalid_ignore_file_is_reported_and_applies_nothing(tree: Tree) -> None:
+    tree.files.write(".gitignore", "*.log\n!\n")
+    tree.files.write("run.log", "x\n")
+    scan = await tree.source.scan(tree.root)
+    assert [f.path for f in scan.files] == [".gitignore", "run.log"]
+    assert [e.path for e in scan.errors] == [".gitignore"]
+    assert scan.errors[0].error.startswith("invalid ignore pattern: ")
+
+
+async def test_a_file_the_scan_would_leave_out_for_its_size_is_changed(tree: Tree) -> None:
+    tree.files.write("a.py", "x = 1\n")
+    indexed = await _indexed(tree)
+    tree.configure(max_file_bytes=4)
+    assert await tree.source.changed(tree.root, indexed, None) == {"a.py"}

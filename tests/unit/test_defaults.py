@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.local import LocalEmbedder
+from codebase_mcp_search.adapters.memory import InMemorySourceTree
 from codebase_mcp_search.adapters.ollama import OllamaEmbedder
 from codebase_mcp_search.adapters.onnx import OnnxEmbedder
 from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
@@ -23,6 +24,7 @@ from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.fusion import FusionConfig
+from codebase_mcp_search.core.policies import SkipPolicy
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import IndexingService, WorkerConfig
 from codebase_mcp_search.entrypoints import embedders
@@ -55,8 +57,18 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "embedding_timeout": [(HttpEmbeddingOptions, "timeout_s")],
     "embedding_retries": [(HttpEmbeddingOptions, "retries")],
     "embedding_max_chars": [(HttpEmbeddingOptions, "max_input_chars")],
-    "max_file_bytes": [(LocalSourceTree, "max_file_bytes")],
-    "allow_secrets": [(LocalSourceTree, "allow_secrets")],
+    "max_file_bytes": [
+        (LocalSourceTree, "max_file_bytes"),
+        (InMemorySourceTree, "max_file_bytes"),
+        (SkipPolicy, "max_file_bytes"),
+        (SkipPolicy.configured, "max_file_bytes"),
+    ],
+    "allow_secrets": [
+        (LocalSourceTree, "allow_secrets"),
+        (InMemorySourceTree, "allow_secrets"),
+        (SkipPolicy, "allow_secrets"),
+        (SkipPolicy.configured, "allow_secrets"),
+    ],
     "chunk_max_tokens": [(TreeSitterChunker, "max_tokens")],
     "chunk_min_tokens": [(TreeSitterChunker, "min_tokens")],
     "index_batch_files": [(IndexingService, "batch_files")],

@@ -110,8 +110,13 @@ async def test_deleted_files_lose_their_chunks() -> None:
     assert repo.file_count == 2
 
 
+# Latin-1 text: not UTF-8, yet no binary to the skip policy, so the scan keeps it and reading
+# it fails (bytes with a NUL would be skipped as binary before that).
+UNDECODABLE = {"ok.py": b"x = 1\n", "bad.py": "s = 'caf\xe9'\n".encode("latin-1")}
+
+
 async def test_undecodable_file_is_a_per_file_error() -> None:
-    tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
+    tree = InMemorySourceTree({ROOT: UNDECODABLE})
     store = InMemoryChunkStore()
     result = await new_service(tree, store, None).index(IndexRequest(root=ROOT))
     assert result.status is IndexStatus.PARTIAL
@@ -120,7 +125,7 @@ async def test_undecodable_file_is_a_per_file_error() -> None:
 
 
 async def test_unchanged_reindex_beside_an_undecodable_file_is_partial_not_failed() -> None:
-    tree = InMemorySourceTree({ROOT: {"ok.py": b"x = 1\n", "bad.py": b"\xff\xfe\x00garbage"}})
+    tree = InMemorySourceTree({ROOT: UNDECODABLE})
     store = InMemoryChunkStore()
     service = new_service(tree, store, None)
     await service.index(IndexRequest(root=ROOT))

@@ -1,41 +1,23 @@
 """LocalSourceTree: lists, filters, hashes and reads the files of a repository on local disk.
 
-What ``scan`` leaves out, and how:
+What ``scan`` leaves out, and why, is the core's skip policy (``core.policies.skipping``, with
+the ignore files' precedence in ``core.policies.ignoring``), matched by pathspec
+(``ignore_rules``). What is the local tree's own:
 
-- Hard exclusions, never overridden by an ignore file: VCS directories (``.git``, ``.hg``,
-  ``.svn``); the built-in list of dependency, virtualenv, cache and build-output directories
-  (by name, at any depth), and any directory holding a ``pyvenv.cfg``; lock files; minified
-  bundles (``*.min.js``, ``*.min.css``, ``*.map``, and files of 2 KiB or more whose lines
-  average over 500 bytes); the ``extra_excludes`` patterns (gitignore syntax, relative to the
-  root); binaries (a NUL byte in the first 8 KiB, or a first 8 KiB that is not UTF-8 and is
-  more than 5% control bytes); files over ``max_file_bytes``; likely secrets, by name and by a
-  ``-----BEGIN ... PRIVATE KEY-----`` line in the first 8 KiB, unless ``allow_secrets``. The
-  built-ins are hard because a common whitelist idiom (``*`` then ``!*/``) would otherwise
-  re-include ``node_modules``. These are choices, not failures: each file or directory left
-  out is recorded in ``ScanResult.skipped`` with its ``SkipReason`` (a directory not descended
-  into is one entry whose path ends with ``/``; ``extra_excludes`` count as ``ignored``), except
-  VCS directories, present in every checkout, and symlinks leading outside the root.
-- Ignore files, with ripgrep's precedence: a match in any ``.ignore`` (the nearest file with a
-  matching rule decides, last rule wins within a file) beats any ``.gitignore``, which beats the
-  root's ``.git/info/exclude``. Each file applies relative to its own directory. ``.gitignore``
-  files apply even outside a git checkout. Ignored directories are pruned, so, as in git, a
-  negation cannot re-include a file below an ignored directory. Patterns are matched by
-  ``pathspec``, whose model is "a path is matched when it or a parent directory is"; a
-  differential check against ``git ls-files`` agrees on everyday files (globs, anchored and
-  directory patterns, file negations, the ``*`` / ``!*/`` / ``!*.py`` whitelist) but not on
-  every combination of negated *directory* patterns spread over several ignore files (``!a/``
-  in one file, ``b`` in another), where a file git ignores may be indexed.
 - Symlinks: a symlinked directory is never followed (no loops, no escapes, no double
   counting). A symlinked file is indexed under the link's path, with its target's content,
   only when its resolved target is a regular file inside the root and outside a VCS
-  directory; a secret-looking target name counts as a secret.
+  directory (otherwise left out unreported); the policy judges the link's name, and its
+  target's name as a possible secret. An ignore file that is a symlink is not read.
+- A file's size is known from the one ``fstat`` of its read: a file over ``max_file_bytes``
+  is not read.
+- Files that could not be read (permission denied, vanished, a directory that cannot be
+  listed, an unreadable ignore file) are reported in ``ScanResult.errors`` and the scan goes
+  on. FIFOs and other special files are neither read nor reported.
 
-Files that could not be read (permission denied, vanished, a directory that cannot be listed,
-an unreadable ignore file) are reported in ``ScanResult.errors`` and the scan goes on.
-
-Where each part lives: ``_rules`` (built-in exclusions, ignore-file patterns and their
-precedence, secret names), ``_content`` (safe reading, binary/minified/private-key sniffing),
-``_scan`` (the walk); this module holds the ``SourceTree`` port's methods.
+Where each part lives: ``_scan`` (the walk), ``_reading`` (safe reading, containment),
+``_mounts`` (which roots ``touched`` may stat on the event loop), ``ignore_rules`` (pathspec);
+this module holds the ``SourceTree`` port's methods.
 """
 
 from __future__ import annotations
@@ -46,18 +28,20 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-from codebase_mcp_search.adapters.filesystem._content import (
+from codebase_mcp_search.adapters.filesystem._mounts import is_local
+from codebase_mcp_search.adapters.filesystem._reading import (
     inside,
     read_regular,
     reason,
     resolve_root,
 )
-from codebase_mcp_search.adapters.filesystem._mounts import is_local
-from codebase_mcp_search.adapters.filesystem._rules import Patterns
 from codebase_mcp_search.adapters.filesystem._scan import Scan
+from codebase_mcp_search.adapters.filesystem.ignore_rules import PathspecIgnoreRules
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
 from codebase_mcp_search.core.models import ScanResult
+from codebase_mcp_search.core.policies import SkipPolicy
+from codebase_mcp_search.core.ports import IgnoreRules
 
 # How far before an indexing run's start ``changed`` still reads a file's times as "touched".
 MTIME_SLACK_S = 3.0
@@ -67,7 +51,8 @@ INLINE_STATS = 64
 
 
 class LocalSourceTree:
-    """Local filesystem (os.scandir, pathspec): owns file discovery, filtering and reading."""
+    """Local filesystem (os.scandir, pathspec): owns file discovery and reading, and applies
+    the core's skip policy."""
 
     def __init__(
         self,
@@ -75,28 +60,24 @@ class LocalSourceTree:
         max_file_bytes: int = defaults.MAX_FILE_BYTES,
         allow_secrets: bool = defaults.ALLOW_SECRETS,
         extra_excludes: Sequence[str] = (),
+        ignore_rules: IgnoreRules | None = None,
     ) -> None:
-        if max_file_bytes < 1:
-            raise ValidationFailed(
-                "max_file_bytes", max_file_bytes, "must be a positive number of bytes"
-            )
-        if isinstance(extra_excludes, str):
-            raise ValidationFailed(
-                "extra_excludes", extra_excludes, "must be a list of patterns, not one string"
-            )
-        try:
-            extra = Patterns(list(extra_excludes))
-        except ValueError as e:
-            raise ValidationFailed("extra_excludes", list(extra_excludes), str(e)) from e
-        self._max_file_bytes = max_file_bytes
-        self._allow_secrets = allow_secrets
-        self._extra = extra if extra else None
+        """Raises ``ValidationFailed`` for a size limit below 1 or an invalid exclude pattern.
+        ``ignore_rules`` compiles ignore files and ``extra_excludes`` (default: pathspec)."""
+        self._rules = ignore_rules if ignore_rules is not None else PathspecIgnoreRules()
+        self._policy = SkipPolicy.configured(
+            max_file_bytes=max_file_bytes,
+            allow_secrets=allow_secrets,
+            extra_excludes=extra_excludes,
+            rules=self._rules,
+        )
         # Whether each root seen is on a local file system (``_mounts``), for the process's
         # life: a mount that appears over an indexed repository later is not seen.
         self._local: dict[str, bool] = {}
 
     async def scan(self, root: str) -> ScanResult:
-        """Every indexable file below ``root``, hashed, sorted by path (see the module doc)."""
+        """Every indexable file below ``root``, hashed, sorted by path; what it leaves out, and
+        why, sorted too (see the module doc)."""
         return await asyncio.to_thread(self._scan, root)
 
     async def read_text(self, root: str, path: str) -> str:
@@ -181,11 +162,11 @@ class LocalSourceTree:
                 if (
                     st is None
                     or not inside(os.path.realpath(path), base)
-                    or st.st_size > self._max_file_bytes
+                    or self._policy.skip_size(st.st_size) is not None
                 ):
                     out.add(rel)
                     continue
-                data = read_regular(path, self._max_file_bytes, follow=True)
+                data = read_regular(path, self._policy.max_file_bytes, follow=True)
             except OSError:
                 out.add(rel)
                 continue
@@ -194,9 +175,7 @@ class LocalSourceTree:
         return out
 
     def _scan(self, root: str) -> ScanResult:
-        return Scan(
-            resolve_root(root), self._max_file_bytes, self._allow_secrets, self._extra
-        ).run()
+        return Scan(resolve_root(root), self._policy, self._rules).run()
 
     @staticmethod
     def _read_text(base: str, path: str) -> str:

@@ -1,6 +1,7 @@
 """Ports: the protocols the domain talks to. Adapters implement them; services depend on them.
 
-Every I/O port is async; ``Chunker`` and ``TokenCounter`` are synchronous (see ``chunking``).
+Every I/O port is async; ``Chunker``, ``TokenCounter`` and ``IgnoreRules`` are synchronous (pure
+CPU work; see ``chunking`` and ``files``).
 A port's docstring states its contract, including which core errors it raises:
 
 - ``store``: the chunk store by role (``RepositoryCatalog``, ``FileSnapshots``,
@@ -9,7 +10,7 @@ A port's docstring states its contract, including which core errors it raises:
 - ``embedding``: ``Embedder``;
 - ``tasks``: ``TaskRepo``;
 - ``jobs``: ``JobQueue``;
-- ``files``: ``SourceTree``;
+- ``files``: ``SourceTree``, ``IgnoreRules``, ``IgnoreMatcher``;
 - ``chunking``: ``Chunker``, ``TokenCounter``, ``ChunkingPool``, ``ChunkingRun``.
 """
 
@@ -20,7 +21,7 @@ from codebase_mcp_search.core.ports.chunking import (
     TokenCounter,
 )
 from codebase_mcp_search.core.ports.embedding import Embedder
-from codebase_mcp_search.core.ports.files import SourceTree
+from codebase_mcp_search.core.ports.files import IgnoreMatcher, IgnoreRules, SourceTree
 from codebase_mcp_search.core.ports.jobs import JobQueue
 from codebase_mcp_search.core.ports.store import (
     ChunkRetrieval,
@@ -45,6 +46,8 @@ __all__ = [
     "Embedder",
     "EmbeddingCache",
     "FileSnapshots",
+    "IgnoreMatcher",
+    "IgnoreRules",
     "IndexStore",
     "IndexedFile",
     "JobQueue",

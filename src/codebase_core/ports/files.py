@@ -1,4 +1,6 @@
-"""The ``SourceTree`` port: a repository's files on disk, listed, read and checked for change."""
+"""The file ports: ``SourceTree`` (a repository's files on disk, listed, read and checked for
+change) and ``IgnoreRules`` / ``IgnoreMatcher`` (gitignore-syntax matching, a library the core
+does not import)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,14 @@ class SourceTree(Protocol):
     """Lists and reads the files of a repository on disk.
 
     Contract: ``scan`` returns every indexable file below ``root`` (paths relative, with
-    ``/``), hashed with sha256 over the raw bytes, honouring ignore files and exclusions; it
-    raises ``ValidationFailed`` when ``root`` is not an existing directory, and reports files it
-    had to skip for a reason the user should see (unreadable) in ``errors``. ``read_text``
-    decodes one file; it raises ``FileUnreadable`` when the file cannot be read or decoded
-    (``read_texts`` returns it in the file's place). ``changed`` never raises for a file: one
-    it cannot read counts as changed, and every file ``changed`` reports, ``touched`` reports
-    too.
+    ``/``), hashed with sha256 over the raw bytes, leaving out what the core's skip policy
+    says (``core.policies``) and recording each file or directory left out, with its reason,
+    in ``skipped``; it raises ``ValidationFailed`` when ``root`` is not an existing directory,
+    and reports files it had to skip for a reason the user should see (unreadable) in
+    ``errors``. ``read_text`` decodes one file; it raises ``FileUnreadable`` when the file
+    cannot be read or decoded (``read_texts`` returns it in the file's place). ``changed``
+    never raises for a file: one it cannot read, or one the scan would leave out for its size,
+    counts as changed, and every file ``changed`` reports, ``touched`` reports too.
     """
 
     async def scan(self, root: str) -> ScanResult:
@@ -50,4 +53,39 @@ class SourceTree(Protocol):
         that are gone or whose bytes differ now. A file not modified after ``since`` is taken
         as unchanged without being read (a stat per file, a hash only of files touched since).
         """
+        ...
+
+
+@runtime_checkable
+class IgnoreMatcher(Protocol):
+    """One compiled list of gitignore-syntax patterns (one ignore file, or configured excludes).
+
+    Contract: ``check`` takes a path relative to the repository root, ``/``-separated, ending
+    with ``/`` for a directory, and lying below the directory the list was compiled for. It
+    answers True when the list ignores the path, False when a negation re-includes it, and
+    None when no pattern matches it. For a directory the last matching pattern wins; for a
+    file, as in git, a negated directory pattern (``!*/``) does not re-include a file that a
+    file pattern (``*``) ignores. It never raises. Pruning is the caller's: a scan does not
+    descend into an ignored directory, so no pattern can re-include a file below it.
+    """
+
+    def check(self, rel: str) -> bool | None:
+        """Whether ``rel`` is ignored (True), re-included (False), or not matched (None)."""
+        ...
+
+
+@runtime_checkable
+class IgnoreRules(Protocol):
+    """Compiles gitignore-syntax pattern lists into ``IgnoreMatcher``s.
+
+    Contract: ``compile`` reads ``lines`` as the lines of one ignore file in ``directory``
+    (``""`` for the repository root, else a relative path ending with ``/``): anchored patterns
+    (``/x``, ``a/b``) are anchored there, and the matcher answers for paths below it. It
+    returns None when the lines hold no pattern (only blank lines and comments), and raises
+    ``ValidationFailed`` (its ``rule`` says why) when a line is not a valid pattern. Pure CPU
+    work, so synchronous: a scan compiles each ignore file it meets on its own thread.
+    """
+
+    def compile(self, lines: Sequence[str], directory: str = "") -> IgnoreMatcher | None:
+        """The matcher of ``lines`` in ``directory``; None when they hold no pattern."""
         ...
