@@ -10,6 +10,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path, PurePath
+from typing import Unpack
 
 from codebase_mcp_search.core.errors import Hint
 from codebase_mcp_search.core.models import (
@@ -18,7 +19,7 @@ from codebase_mcp_search.core.models import (
     IndexResult,
     Job,
     Repository,
-    SearchMode,
+    SearchOptions,
     SearchQuery,
     SearchResult,
 )
@@ -111,29 +112,14 @@ class Codebase:
         return await self._jobs.start(self.project_id, await self.named(request))
 
     async def search(
-        self,
-        query: SearchQuery | str,
-        *,
-        mode: str | SearchMode | None = None,
-        limit: int | None = None,
-        repository_id: str | None = None,
-        file_type: str | None = None,
-        directory: str | None = None,
-        language: str | None = None,
+        self, query: SearchQuery | str, **options: Unpack[SearchOptions]
     ) -> SearchResult:
-        """Ranked chunks for ``query``, or for a natural-language or identifier text with these
-        options (None: the defaults). ``REPOSITORY_NOT_FOUND`` for an unknown repository
+        """Ranked chunks for ``query``, or for a natural-language or identifier text with
+        ``options`` (``mode``, ``limit``, ``repository_id``, ``file_type``, ``directory``,
+        ``language``; None: the default). ``REPOSITORY_NOT_FOUND`` for an unknown repository
         filter, in every mode."""
         if not isinstance(query, SearchQuery):
-            query = SearchQuery.build(
-                query,
-                mode=mode,
-                limit=limit,
-                repository_id=repository_id,
-                file_type=file_type,
-                directory=directory,
-                language=language,
-            )
+            query = SearchQuery.build(query, **options)
         if query.filters.repository_id is not None:
             await self._catalog.get_repository(query.filters.repository_id)
         service = await self.search_service()

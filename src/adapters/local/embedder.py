@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import logging
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codebase_mcp_search.adapters.in_process import InProcessEmbedder
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import EmbedderUnavailable, ValidationFailed
 from codebase_mcp_search.core.models import Embeddings
@@ -42,7 +41,7 @@ def _model_path(name: str) -> str:
     return name
 
 
-class LocalEmbedder:
+class LocalEmbedder(InProcessEmbedder):
     """sentence-transformers on the CPU (or the device torch picks), in a worker thread.
 
     Texts of one call are sorted by token length and encoded in batches of similar lengths,
@@ -61,13 +60,11 @@ class LocalEmbedder:
             raise ValidationFailed("CODEBASE_MCP_LOCAL_MODEL", model, "must name a model")
         if batch_size < 1:
             raise ValidationFailed("batch_size", batch_size, "must be at least 1")
+        super().__init__()
         self.model_name = model
         self._batch_size = batch_size
         self._device = device
         self._model: Any = None
-        self._dimension = 0
-        self._max_tokens = 0
-        self._load_lock = asyncio.Lock()
         # Hugging Face tokenizers fail when one is used from two threads at once ("Already
         # borrowed"): a search during an index would hit it.
         self._encode_lock = threading.Lock()
@@ -77,18 +74,11 @@ class LocalEmbedder:
         return f"local/{self.model_name}"
 
     @property
-    def dimension(self) -> int:
-        if self._model is None:
-            raise EmbedderUnavailable(f"{self.model} is not loaded yet: open() the embedder first")
-        return self._dimension
-
-    async def open(self) -> None:
-        """Load the model (seconds: it imports torch). Raises ``EmbedderUnavailable``."""
-        async with self._load_lock:
-            if self._model is None:
-                await asyncio.to_thread(self._load)
+    def _loaded(self) -> bool:
+        return self._model is not None
 
     def _load(self) -> None:
+        """(Seconds: it imports torch.)"""
         if not local_extra_installed():
             raise EmbedderUnavailable(f"sentence-transformers is not installed: {_FIX}")
         path = _model_path(self.model_name)
@@ -122,16 +112,6 @@ class LocalEmbedder:
             model.device,
         )
 
-    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
-        if not texts:
-            return Embeddings(vectors=[])
-        await self.open()
-        return await asyncio.to_thread(self._encode, list(texts), "document")
-
-    async def embed_query(self, text: str) -> list[float]:
-        await self.open()
-        return list((await asyncio.to_thread(self._encode, [text], "query")).vectors[0])
-
     def _encode(self, texts: list[str], kind: str) -> Embeddings:
         with self._encode_lock:
             return self._encode_locked(texts, kind)
@@ -162,13 +142,6 @@ class LocalEmbedder:
             for i, row in zip(batch, encoded.tolist(), strict=True):
                 vectors[i] = row
         truncated = sum(1 for n in lengths if n > self._max_tokens)
-        if truncated and kind == "document":
-            # Per batch, so debug: the indexing result counts them, and the CLI says so once.
-            log.debug(
-                "%d of %d texts exceed %d tokens: %s embeds their beginning",
-                truncated,
-                len(texts),
-                self._max_tokens,
-                self.model_name,
-            )
+        if kind == "document":
+            self._log_truncated(truncated, len(texts))
         return Embeddings(vectors=vectors, truncated=truncated)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import platformdirs
 
+from codebase_mcp_search.adapters.in_process import InProcessEmbedder
 from codebase_mcp_search.adapters.onnx.model_files import (
     BUILTIN_MODEL,
     ModelFiles,
@@ -44,7 +43,7 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(InProcessEmbedder):
     """onnxruntime on the CPU, in a worker thread; owns its inference session and tokenizer.
 
     Mean (or CLS, as the model's pooling config says) pooling over the attention mask, L2
@@ -68,6 +67,7 @@ class OnnxEmbedder:
             raise ValidationFailed("CODEBASE_MCP_ONNX_MODEL", model, "must name a model")
         if batch_size < 1:
             raise ValidationFailed("batch_size", batch_size, "must be at least 1")
+        super().__init__()
         self.model_name = model
         self._model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         self._graph_file = graph_file or None
@@ -82,9 +82,6 @@ class OnnxEmbedder:
         self._output = ""
         self._pooling = "mean"
         self._prompts: dict[str, str] = {}
-        self._dimension = 0
-        self._max_tokens = 0
-        self._load_lock = asyncio.Lock()
         # One call at a time: the session already uses every core (intra-op threads), and a
         # tokenizer must not be used from two threads at once ("Already borrowed").
         self._run_lock = threading.Lock()
@@ -102,22 +99,13 @@ class OnnxEmbedder:
         return f"onnx/{base}" + ("-int8" if self._quantize else "")
 
     @property
-    def dimension(self) -> int:
-        if self._session is None:
-            raise EmbedderUnavailable(f"{self.model} is not loaded yet: open() the embedder first")
-        return self._dimension
+    def _loaded(self) -> bool:
+        return self._session is not None
 
     @property
     def max_tokens(self) -> int:
         """Tokens the model takes (known once open)."""
         return self._max_tokens
-
-    async def open(self) -> None:
-        """Load the model (derives and caches the int8 graph the first time). Raises
-        ``EmbedderUnavailable``."""
-        async with self._load_lock:
-            if self._session is None:
-                await asyncio.to_thread(self._load)
 
     def _files(self) -> ModelFiles:
         if self._model_dir is not None:
@@ -127,6 +115,7 @@ class OnnxEmbedder:
         return hub_files(self.model_name, self._graph_file)
 
     def _load(self) -> None:
+        """(Derives and caches the int8 graph the first time.)"""
         files = self._files()
         try:
             ort: Any = importlib.import_module("onnxruntime")
@@ -222,16 +211,6 @@ class OnnxEmbedder:
         ids: list[int] = self._tokenizer.encode("").ids
         return ids[0] if ids else 0
 
-    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
-        if not texts:
-            return Embeddings(vectors=[])
-        await self.open()
-        return await asyncio.to_thread(self._encode, list(texts), "document")
-
-    async def embed_query(self, text: str) -> list[float]:
-        await self.open()
-        return list((await asyncio.to_thread(self._encode, [text], "query")).vectors[0])
-
     def _encode(self, texts: list[str], kind: str) -> Embeddings:
         prompt = self._prompts.get(kind, "")
         if prompt:
@@ -248,14 +227,8 @@ class OnnxEmbedder:
                 rows = self._run([ids[i] for i in batch]).tolist()
                 for i, row in zip(batch, rows, strict=True):
                     vectors[i] = row
-        if truncated and kind == "document":
-            log.debug(
-                "%d of %d texts exceed %d tokens: %s embeds their beginning",
-                truncated,
-                len(texts),
-                self._max_tokens,
-                self.model,
-            )
+        if kind == "document":
+            self._log_truncated(truncated, len(texts))
         return Embeddings(vectors=vectors, truncated=truncated)
 
     def _run(self, batch: list[list[int]]) -> Any:

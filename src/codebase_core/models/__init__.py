@@ -68,6 +68,7 @@ from codebase_mcp_search.core.models.search import (
     SearchFilters,
     SearchHit,
     SearchMode,
+    SearchOptions,
     SearchQuery,
     SearchResult,
 )
@@ -137,6 +138,7 @@ __all__ = [
     "SearchFilters",
     "SearchHit",
     "SearchMode",
+    "SearchOptions",
     "SearchQuery",
     "SearchResult",
     "SkipReason",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypedDict, Unpack
 
 from pydantic import Field, field_validator
 
@@ -64,6 +65,17 @@ class SearchFilters(FrozenModel):
         return self.directory is None or path_in_directory(chunk.file_path, self.directory)
 
 
+class SearchOptions(TypedDict, total=False):
+    """What a search request may say beside its text (None or left out: the default)."""
+
+    mode: str | SearchMode | None
+    limit: int | None
+    repository_id: str | None
+    file_type: str | None
+    directory: str | None
+    language: str | None
+
+
 class SearchQuery(FrozenModel):
     """A validated search request: what each interface builds once and hands down whole."""
 
@@ -75,19 +87,12 @@ class SearchQuery(FrozenModel):
     filters: SearchFilters = SearchFilters()
 
     @classmethod
-    def build(
-        cls,
-        text: str,
-        *,
-        mode: str | SearchMode | None = None,
-        limit: int | None = None,
-        repository_id: str | None = None,
-        file_type: str | None = None,
-        directory: str | None = None,
-        language: str | None = None,
-    ) -> SearchQuery:
+    def build(cls, text: str, **options: Unpack[SearchOptions]) -> SearchQuery:
         """Validate raw request fields (None: the default), raising coded errors that name the
         field."""
+        mode, limit = options.get("mode"), options.get("limit")
+        repository_id, file_type = options.get("repository_id"), options.get("file_type")
+        directory, language = options.get("directory"), options.get("language")
         for field, value in (
             ("query", text),
             ("repository_id", repository_id),

@@ -48,45 +48,36 @@ _FIELD_DEST = {
     "force_reindex": "force",
 }
 
-SEMANTIC_MODEL_FIX = (
-    "search with --mode lexical (hybrid, the default, falls back to it), or get a semantic "
-    "model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local model) and re-index with "
-    "'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which embedder is in use"
-)
+# The fix each hint asks for, in the command line's terms ({job_id} and {path} from the
+# error's details; the path shell-quoted).
+FIXES: dict[Hint, str] = {
+    Hint.REPOSITORY_ID: "'codebase-mcp repos' lists the ids",
+    Hint.TASK_ID: "'codebase-mcp tasks' lists the ids",
+    Hint.JOB_ID: "'codebase-mcp jobs' lists the ids",
+    Hint.PROJECT: "'codebase-mcp projects' lists them ('codebase-mcp index PATH' creates one)",
+    Hint.FOLLOW_JOB: "follow it with 'codebase-mcp jobs status {job_id}', or stop it with "
+    "'codebase-mcp jobs cancel {job_id}'",
+    Hint.ADD_VECTORS: "re-index it to add its vectors with 'codebase-mcp index {path}' (no "
+    "--force needed); searches rank it lexically meanwhile",
+    Hint.ONE_MODEL: "a project holds vectors of one model: re-index with 'codebase-mcp index "
+    "{path} --force' using one embedding model, search with --mode lexical meanwhile, or use "
+    "another project (--project)",
+    Hint.SEMANTIC_MODEL: "search with --mode lexical (hybrid, the default, falls back to it), "
+    "or get a semantic model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local model) "
+    "and re-index with 'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which embedder "
+    "is in use",
+}
 
 
 def fix(error: CoreError) -> str | None:
     """The fix ``error.hint`` asks for, in the command line's terms."""
-    hint = error.hint
-    path = shlex.quote(str(error.details.get("path") or "PATH"))
-    if hint is Hint.REPOSITORY_ID:
-        return "'codebase-mcp repos' lists the ids"
-    if hint is Hint.TASK_ID:
-        return "'codebase-mcp tasks' lists the ids"
-    if hint is Hint.JOB_ID:
-        return "'codebase-mcp jobs' lists the ids"
-    if hint is Hint.PROJECT:
-        return "'codebase-mcp projects' lists them ('codebase-mcp index PATH' creates one)"
-    if hint is Hint.FOLLOW_JOB:
-        job = error.details.get("job_id", "ID")
-        return (
-            f"follow it with 'codebase-mcp jobs status {job}', or stop it with "
-            f"'codebase-mcp jobs cancel {job}'"
-        )
-    if hint is Hint.ADD_VECTORS:
-        return (
-            f"re-index it to add its vectors with 'codebase-mcp index {path}' (no --force "
-            "needed); searches rank it lexically meanwhile"
-        )
-    if hint is Hint.ONE_MODEL:
-        return (
-            f"a project holds vectors of one model: re-index with 'codebase-mcp index {path} "
-            "--force' using one embedding model, search with --mode lexical meanwhile, or use "
-            "another project (--project)"
-        )
-    if hint is Hint.SEMANTIC_MODEL:
-        return SEMANTIC_MODEL_FIX
-    return None
+    template = FIXES.get(error.hint) if error.hint is not None else None
+    if template is None:
+        return None
+    return template.format(
+        job_id=error.details.get("job_id", "ID"),
+        path=shlex.quote(str(error.details.get("path") or "PATH")),
+    )
 
 
 def exit_code(error: CoreError) -> int:

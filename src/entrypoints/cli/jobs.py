@@ -12,7 +12,7 @@ from codebase_mcp_search.core.models import Job, JobQuery
 from codebase_mcp_search.entrypoints.cli.admin import when
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
-from codebase_mcp_search.entrypoints.cli.views import columns, dump
+from codebase_mcp_search.entrypoints.cli.views import columns, dump, page_footer
 from codebase_mcp_search.entrypoints.facade import open_workspaces
 from codebase_mcp_search.entrypoints.presenters import (
     job_cancel_payload,
@@ -133,13 +133,8 @@ async def jobs_command(run: Run) -> int:
         highlight=False,
         markup=False,
     )
-    shown_to = query.page.offset + len(page.jobs)
-    more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
-    run.out.print(
-        f"{query.page.offset + 1}-{shown_to} of {page.total_count} jobs{more}",
-        highlight=False,
-        markup=False,
-    )
+    footer = page_footer(query.page.offset, len(page.jobs), page.total_count, "jobs")
+    run.out.print(footer, highlight=False, markup=False)
     return EXIT_OK
 
 

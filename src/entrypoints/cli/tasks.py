@@ -8,7 +8,13 @@ from codebase_mcp_search.core.models import Task, TaskQuery
 from codebase_mcp_search.entrypoints.cli.admin import when
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
-from codebase_mcp_search.entrypoints.cli.views import columns, dump, task_view, tasks_view
+from codebase_mcp_search.entrypoints.cli.views import (
+    columns,
+    dump,
+    page_footer,
+    task_view,
+    tasks_view,
+)
 from codebase_mcp_search.entrypoints.facade import open_workspaces
 
 
@@ -86,11 +92,6 @@ async def tasks_command(run: Run) -> int:
         run.out.print(
             columns(("id", "status", "updated", "title"), rows), highlight=False, markup=False
         )
-    shown_to = query.page.offset + len(page.tasks)
-    more = f"; --offset {shown_to} for more" if shown_to < page.total_count else ""
-    run.out.print(
-        f"{query.page.offset + 1}-{shown_to} of {page.total_count} tasks{more}",
-        highlight=False,
-        markup=False,
-    )
+    footer = page_footer(query.page.offset, len(page.tasks), page.total_count, "tasks")
+    run.out.print(footer, highlight=False, markup=False)
     return EXIT_OK

@@ -96,3 +96,10 @@ def size_text(size: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"
+
+
+def page_footer(offset: int, shown: int, total: int, noun: str) -> str:
+    """``1-20 of 45 tasks; --offset 20 for more``: where a listing's page sits."""
+    shown_to = offset + shown
+    more = f"; --offset {shown_to} for more" if shown_to < total else ""
+    return f"{offset + 1}-{shown_to} of {total} {noun}{more}"

@@ -31,43 +31,28 @@ _STATUS_FIELDS = {"status", "status_filter"}
 _BOUND_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
 
 
-def fix(error: CoreError) -> str | None:
-    """The fix ``error.hint`` asks for, in the MCP tools' terms."""
-    hint = error.hint
-    if hint is Hint.REPOSITORY_ID:
-        return "list_repositories gives the ids"
-    if hint is Hint.TASK_ID:
-        return "create_task and list_tasks give the ids"
-    if hint is Hint.JOB_ID:
-        return "start_indexing_background and list_background_jobs give the ids"
-    if hint is Hint.PROJECT:
-        return "list_projects shows them (index_repository or create_task creates one)"
-    if hint is Hint.FOLLOW_JOB:
-        return "follow it with get_job_status, or stop it with cancel_job"
-    if hint is Hint.ADD_VECTORS:
-        return (
-            "call index_repository for it to add its vectors (no force_reindex needed); "
-            "searches rank it lexically meanwhile"
-        )
-    if hint is Hint.ONE_MODEL:
-        return (
-            "a project holds vectors of one model: call index_repository with "
-            "force_reindex=true using one embedding model, search with mode='lexical' "
-            "meanwhile, or use another project_id"
-        )
-    if hint is Hint.SEMANTIC_MODEL:
-        return (
-            "search with mode='lexical' (or mode='hybrid', which falls back to lexical without "
-            "a model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx to load the "
-            "default local model, then call index_repository again to add vectors"
-        )
-    return None
+# The fix each hint asks for, in the MCP tools' terms.
+FIXES: dict[Hint, str] = {
+    Hint.REPOSITORY_ID: "list_repositories gives the ids",
+    Hint.TASK_ID: "create_task and list_tasks give the ids",
+    Hint.JOB_ID: "start_indexing_background and list_background_jobs give the ids",
+    Hint.PROJECT: "list_projects shows them (index_repository or create_task creates one)",
+    Hint.FOLLOW_JOB: "follow it with get_job_status, or stop it with cancel_job",
+    Hint.ADD_VECTORS: "call index_repository for it to add its vectors (no force_reindex "
+    "needed); searches rank it lexically meanwhile",
+    Hint.ONE_MODEL: "a project holds vectors of one model: call index_repository with "
+    "force_reindex=true using one embedding model, search with mode='lexical' meanwhile, or "
+    "use another project_id",
+    Hint.SEMANTIC_MODEL: "search with mode='lexical' (or mode='hybrid', which falls back to "
+    "lexical without a model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx "
+    "to load the default local model, then call index_repository again to add vectors",
+}
 
 
 def tool_text(error: CoreError) -> str:
     """A core error as a client reads it: its code, its message, and this interface's fix."""
     text = str(error)
-    remedy = fix(error)
+    remedy = FIXES.get(error.hint) if error.hint is not None else None
     return f"{text}; {remedy}" if remedy else text
 
 
