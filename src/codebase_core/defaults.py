@@ -4,7 +4,7 @@
 constructors of the services, configs and adapters (a library user building, say, a
 ``TreeSitterChunker`` by hand) both take their defaults from here, so the two never drift
 apart; ``tests/unit/test_defaults.py`` checks that they do not. Plain values only: what each
-knob means is documented where it is used and in the README's configuration table.
+knob means is documented where it is used and in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -41,11 +41,8 @@ PROBE_TIMEOUT_S: Final = 2.0
 
 CHUNK_MAX_TOKENS: Final = 512
 # Tiny neighbouring definitions merge up to this many tokens. 0: every function is its own
-# chunk, which embeds better (README, Measurements).
+# chunk, which embeds better (bench/README.md, Search quality).
 CHUNK_MIN_TOKENS: Final = 0
-CHUNK_OVERLAP_LINES: Final = 3
-# Lines per window of a file without a grammar.
-CHUNK_WINDOW_LINES: Final = 60
 
 # --- Files (core.policies.SkipPolicy, applied by every SourceTree) ------------------------
 
@@ -69,7 +66,7 @@ def index_workers() -> int:
 # --- Hybrid search (core.fusion.FusionConfig) ------------------------------------
 
 # Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py; figures in the
-# README).
+# bench/README.md).
 FUSION_METHOD: Final = "linear"
 FUSION_NORMALISATION: Final = "minmax"
 FUSION_SEMANTIC_WEIGHT: Final = 1.0
@@ -118,20 +115,12 @@ EMBEDDING_CONCURRENCY: Final = 2
 EMBEDDING_TIMEOUT_S: Final = 120.0
 # Attempts after the first, for connection errors, timeouts, 429 and 5xx only.
 EMBEDDING_RETRIES: Final = 4
-EMBEDDING_BACKOFF_S: Final = 0.5
-EMBEDDING_BACKOFF_MAX_S: Final = 8.0
 
 OLLAMA_BASE_URL: Final = "http://localhost:11434"
 OLLAMA_MODEL: Final = "nomic-embed-text"
-# nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
-# code. Ollama also truncates itself ("truncate": true).
-OLLAMA_MAX_INPUT_CHARS: Final = 6_000
 
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 OPENAI_MODEL: Final = "text-embedding-3-small"
-# OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that. Servers of
-# smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
-OPENAI_MAX_INPUT_CHARS: Final = 24_000
 
 LOCAL_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -141,14 +130,14 @@ LOCAL_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 ONNX_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 # Run a dynamically quantised int8 graph (per-channel weights), derived from the model's graph
 # on first use and cached: about twice as fast as fp32 on a CPU, same retrieval quality
-# (README, Measurements).
+# (bench/README.md).
 ONNX_QUANTIZE: Final = True
 HASH_DIMENSION: Final = 384
 
 # --- Ranking (core.ranking.RankingConfig) ----------------------------------------
 
 # Measured on the repository benchmark's development half, CoSQA dev and the own eval
-# (bench/repo_search.py, bench/cosqa_eval.py, bench/own_eval.py; README, Search quality).
+# (bench/repo_search.py, bench/cosqa_eval.py, bench/own_eval.py; bench/README.md).
 RANK_SYMBOL_SEMANTIC_WEIGHT: Final = 0.3
 RANK_SYMBOL_LEXICAL_WEIGHT: Final = 1.0
 # Above 1 + RANK_COHERENCE_BOOST, the most a candidate defining nothing can gain, so a

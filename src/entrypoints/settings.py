@@ -24,7 +24,7 @@ def _default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """Every knob, with its environment variable (see the README's configuration table).
+    """Every knob, with its environment variable (see docs/configuration.md).
 
     Defaults come from ``core.defaults``, as do those of the constructors the
     container calls with these values, so a library user building an adapter by hand gets
@@ -97,14 +97,14 @@ class Settings(BaseSettings):
     embedding_timeout: float = Field(default=defaults.EMBEDDING_TIMEOUT_S, gt=0)
     embedding_retries: int = Field(default=defaults.EMBEDDING_RETRIES, ge=0, le=20)
     # Texts longer than this many characters are cut before they are sent (HTTP embedders;
-    # unset: what the server kind takes, ``defaults.OLLAMA_MAX_INPUT_CHARS`` and so on).
+    # unset: what the server kind takes, ``DEFAULT_MAX_INPUT_CHARS`` of each HTTP embedder).
     embedding_max_chars: int | None = Field(default=None, ge=16)
 
     max_file_bytes: int = Field(default=defaults.MAX_FILE_BYTES, ge=1)
     allow_secrets: bool = defaults.ALLOW_SECRETS
     chunk_max_tokens: int = Field(default=defaults.CHUNK_MAX_TOKENS, ge=32)
     # Tiny neighbouring definitions merge up to this many tokens (0: every definition is its
-    # own chunk, which embeds better; figures in the README).
+    # own chunk, which embeds better; figures in bench/README.md).
     chunk_min_tokens: int = Field(default=defaults.CHUNK_MIN_TOKENS, ge=0)
     index_batch_files: int = Field(default=defaults.INDEX_BATCH_FILES, ge=1)
     # Processes chunking a change set of 1,000 or more files (1: a thread of this process).
@@ -112,7 +112,7 @@ class Settings(BaseSettings):
     # module: a library process gets the CLI's default too.
     index_workers: int = Field(default_factory=defaults.index_workers, ge=1, le=64)
 
-    # Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py, README).
+    # Tuned with all-MiniLM-L6-v2 on CoSQA and the own eval (bench/tune_fusion.py, bench/README.md).
     fusion_method: FusionMethod = defaults.FUSION_METHOD
     fusion_normalisation: FusionNormalisation = defaults.FUSION_NORMALISATION
     fusion_semantic_weight: float = Field(default=defaults.FUSION_SEMANTIC_WEIGHT, ge=0.0)

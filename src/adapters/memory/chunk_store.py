@@ -23,8 +23,8 @@ from codebase_mcp_search.core.models import (
     split_lines,
     symbol_names,
 )
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 from codebase_mcp_search.core.ports import IndexedFile
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
 
 Matrix = npt.NDArray[np.float32]
 

@@ -18,7 +18,9 @@ log = logging.getLogger("codebase_mcp.embedder")
 
 DEFAULT_BASE_URL = defaults.OLLAMA_BASE_URL
 DEFAULT_MODEL = defaults.OLLAMA_MODEL
-DEFAULT_MAX_INPUT_CHARS = defaults.OLLAMA_MAX_INPUT_CHARS
+# nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
+# code. Ollama also truncates itself ("truncate": true).
+DEFAULT_MAX_INPUT_CHARS = 6_000
 
 # Task prefixes the models' cards ask for: (document, query).
 _PREFIXES: dict[str, tuple[str, str]] = {
@@ -69,7 +71,7 @@ class OllamaEmbedder(RemoteEmbedder):
             "OLLAMA_BASE_URL / OLLAMA_EMBEDDING_MODEL"
         )
 
-    async def has_model(self, timeout_s: float = 2.0) -> tuple[bool, str]:
+    async def has_model(self, timeout_s: float = defaults.PROBE_TIMEOUT_S) -> tuple[bool, str]:
         """Whether the server answers ``/api/tags`` quickly and lists the model, and why not."""
         url = redact_url(self.base_url)
         try:

@@ -12,7 +12,9 @@ from codebase_mcp_search.core import defaults
 
 DEFAULT_BASE_URL = defaults.OPENAI_BASE_URL
 DEFAULT_MODEL = defaults.OPENAI_MODEL
-DEFAULT_MAX_INPUT_CHARS = defaults.OPENAI_MAX_INPUT_CHARS
+# OpenAI's models take 8,191 tokens; 24,000 characters of code stay below that. Servers of
+# smaller models need CODEBASE_MCP_EMBEDDING_MAX_CHARS.
+DEFAULT_MAX_INPUT_CHARS = 24_000
 
 
 class OpenAICompatibleEmbedder(RemoteEmbedder):

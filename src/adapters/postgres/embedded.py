@@ -36,7 +36,7 @@ def shared_buffers_mb() -> int:
 
     PostgreSQL's default of 128 MiB holds neither the HNSW indexes nor the postings of a
     100k-chunk project: searches then read many pages a query back from the operating
-    system's cache (README, Storage). The memory is only taken as pages are used."""
+    system's cache (docs/storage.md). The memory is only taken as pages are used."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -112,7 +112,7 @@ class PgTaskRepo:
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             # Two statements, not count(*) OVER (): a window count makes Postgres read and sort
-            # every matching row before the LIMIT (see the README's MCP measurements).
+            # every matching row before the LIMIT (see bench/README.md, MCP server).
             rows = await conn.fetch(
                 f"""SELECT {_COLUMNS} FROM {s}.tasks {where}
                     ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4""",

@@ -22,11 +22,14 @@ log = logging.getLogger("codebase_mcp.embedder")
 
 # A Retry-After longer than this is not waited for: the run fails with the server's reason.
 _MAX_RETRY_AFTER_S = 60.0
+# Backoff between retries: doubling from BACKOFF_S, at most BACKOFF_MAX_S.
+BACKOFF_S = 0.5
+BACKOFF_MAX_S = 8.0
 
 
 @dataclass(frozen=True, slots=True)
 class HttpEmbeddingOptions:
-    """How an HTTP embedder talks to its server (see the README's configuration table);
+    """How an HTTP embedder talks to its server (see docs/configuration.md);
     defaults from ``core.defaults``."""
 
     batch_size: int = defaults.EMBEDDING_BATCH_SIZE
@@ -34,10 +37,10 @@ class HttpEmbeddingOptions:
     timeout_s: float = defaults.EMBEDDING_TIMEOUT_S
     # Attempts after the first, for connection errors, timeouts, 429 and 5xx only.
     retries: int = defaults.EMBEDDING_RETRIES
-    backoff_s: float = defaults.EMBEDDING_BACKOFF_S
-    backoff_max_s: float = defaults.EMBEDDING_BACKOFF_MAX_S
+    backoff_s: float = BACKOFF_S
+    backoff_max_s: float = BACKOFF_MAX_S
     # Longer texts are cut to this many characters (and counted) before they are sent. None:
-    # what the embedder's server kind takes (``OLLAMA_MAX_INPUT_CHARS``, ...).
+    # what the embedder's server kind takes (its ``DEFAULT_MAX_INPUT_CHARS``).
     max_input_chars: int | None = None
 
     def __post_init__(self) -> None:

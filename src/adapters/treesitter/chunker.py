@@ -61,6 +61,9 @@ from codebase_mcp_search.core.models import ChunkDraft, split_lines
 from codebase_mcp_search.core.ports import TokenCounter
 
 AST_LANGUAGES = frozenset(GRAMMARS)
+# Lines repeated between consecutive windows of a file without a grammar, and a window's size.
+OVERLAP_LINES = 3
+WINDOW_LINES = 60
 
 # tree-sitter-bash's scanner (every release so far) tests the character after "{", "." or a digit
 # with isdigit() when looking for a brace range ({1..5}); one above U+00FF indexes past glibc's
@@ -77,8 +80,8 @@ class TreeSitterChunker:
         token_counter: TokenCounter,
         max_tokens: int = defaults.CHUNK_MAX_TOKENS,
         min_tokens: int = defaults.CHUNK_MIN_TOKENS,
-        overlap_lines: int = defaults.CHUNK_OVERLAP_LINES,
-        window_lines: int = defaults.CHUNK_WINDOW_LINES,
+        overlap_lines: int = OVERLAP_LINES,
+        window_lines: int = WINDOW_LINES,
     ) -> None:
         if max_tokens < 1 or min_tokens < 0 or overlap_lines < 0 or window_lines < 1:
             raise ValueError("max_tokens, window_lines >= 1 and min_tokens, overlap_lines >= 0")

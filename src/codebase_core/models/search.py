@@ -200,7 +200,7 @@ class SearchHit(FrozenModel):
 
 
 class SearchResult(FrozenModel):
-    """Ranked hits plus how many chunks matched before the limit (see README)."""
+    """Ranked hits plus how many chunks matched before the limit (see docs/search.md)."""
 
     query: str
     mode: SearchMode

@@ -1,5 +1,5 @@
-"""The ranking stack's knobs. Defaults come from ``core.defaults`` and were measured
-on the repository benchmark, CoSQA and the own eval (``bench/repo_search.py``; README)."""
+"""The ranking stack's knobs. Defaults come from ``core.defaults`` and were measured on the
+repository benchmark, CoSQA and the own eval (``bench/repo_search.py``; bench/README.md)."""
 
 from __future__ import annotations
 

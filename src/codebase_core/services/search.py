@@ -50,11 +50,11 @@ from codebase_mcp_search.core.models import (
     SearchQuery,
     SearchResult,
 )
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.concurrency import together
 from codebase_mcp_search.core.services.hits import build_hits, collapse
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
 
 # Chunks defining a queried name that the lookup adds to the candidates, at most.
 DEFINITIONS_LOOKED_UP = 20

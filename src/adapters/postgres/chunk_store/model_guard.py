@@ -1,14 +1,14 @@
 """The one-model rule as the store applies it: the project's embedding model and vector
 dimension (kept in ``meta``), checked on saving a repository and on writing vectors, with the
 vector column retyped when the only holder switches models. The rule and its message are
-``core.vector_compatibility``'s; this module only supplies what the project holds."""
+``core.policies.one_model``'s; this module only supplies what the project holds."""
 
 from __future__ import annotations
 
 from codebase_mcp_search.adapters.postgres.chunk_store.segments import drop_segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.core.models import Repository
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 
 
 class ModelGuard:

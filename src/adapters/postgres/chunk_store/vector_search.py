@@ -25,7 +25,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK,
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 
 # Filters whose matches a store remembers (see VectorSearch.matches).
 MATCHES_CACHED = 32

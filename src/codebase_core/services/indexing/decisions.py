@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from codebase_mcp_search.core.models import FileError, IndexStatus, Repository, ScanEntry
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The one-model rule (``core.vector_compatibility``): who may add vectors beside whom, the
+"""The one-model rule (``core.policies.one_model``): who may add vectors beside whom, the
 one message every refusal gives, and the fix each interface says for it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from codebase_mcp_search.core.errors import Hint, ModelMismatch
-from codebase_mcp_search.core.vector_compatibility import HeldVectors, check_one_model
+from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 from codebase_mcp_search.entrypoints.cli.errors import error_line
 from codebase_mcp_search.entrypoints.mcp.errors import tool_text
 
