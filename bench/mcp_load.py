@@ -14,9 +14,10 @@ per call with no search behind it.
 With --profile DIR, py-spy samples the server's processes during the burst and the result
 adds the share of the samples each part of the server took (``bench.load_profile``).
 
-With --compare NAME=SRC,..., each version's code (a worktree's ``src`` first on PYTHONPATH)
-serves in turn, --rounds times, over one index; the result gives each version's runs and the
-medians of its figures.
+With --compare NAME=ROOT,..., each version's code serves in turn, --rounds times, over one
+index (built by this install): ROOT is put first on PYTHONPATH, a worktree's ``build/editable``
+(the import root an editable install mounts), or ``src`` for code from before the one import
+name. The result gives each version's runs and the medians of its figures.
 
     python -m bench.mcp_load [--clients 100] [--searches 5] [--embedder hash] [--repo PATH]
         [--workers N] [--profile DIR] [--compare NAME=SRC,... [--rounds 3]]
@@ -302,10 +303,20 @@ def _index(env: dict[str, str], repo: Path) -> int:
     return chunks
 
 
+def _cli(env: dict[str, str]) -> list[str]:
+    """The command line of the version first on ``env``'s PYTHONPATH: a root of the layout
+    before the one import name (top-level ``entrypoints``) runs its own CLI module; any other
+    (a worktree's ``build/editable``, or none) runs ``codebase_mcp_search``'s."""
+    first = env.get("PYTHONPATH", "").split(os.pathsep)[0]
+    if first and (Path(first) / "entrypoints" / "cli" / "main.py").is_file():
+        return [sys.executable, "-m", "entrypoints.cli.main"]
+    return [CLI]
+
+
 def _spawn(env: dict[str, str], port: int, workers: int = 1) -> subprocess.Popen[bytes]:
     several = ["--workers", str(workers)] if workers > 1 else []
     return subprocess.Popen(
-        [CLI, "serve", "--transport", "http", "--port", str(port), *several],
+        [*_cli(env), "serve", "--transport", "http", "--port", str(port), *several],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -433,8 +444,9 @@ def main() -> None:
     p.add_argument(
         "--compare",
         default=None,
-        help="NAME=SRC,NAME=SRC: serve each version's code (SRC put first on PYTHONPATH, as "
-        "a worktree's src; empty: this checkout) in turn, --rounds times, one index",
+        help="NAME=ROOT,NAME=ROOT: serve each version's code (ROOT put first on PYTHONPATH: a "
+        "worktree's build/editable, or src before the one import name; empty: this install) "
+        "in turn, --rounds times, one index",
     )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument(
