@@ -25,20 +25,22 @@ import asyncpg
 
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.models import Chunk
 
-
-def rows_sql(s: str) -> str:
-    """The rows (``SELECT_CHUNK`` and ``seq``) of the chunks of schema ``s`` whose seqs are $1,
-    each with the project's ``generation`` and ``epoch``; one row of those two alone (chunk
-    columns null) when none is found. The state comes in the rows' own snapshot."""
-    return f"""
-        SELECT c.*, st.generation, st.tableoid AS epoch
-        FROM {s}.corpus_stats st
-        LEFT JOIN LATERAL (
-            SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])
-        ) c ON true
+# The rows (``SELECT_CHUNK`` and ``seq``) of the chunks whose seqs are $1, each with the
+# project's ``generation`` and ``epoch``; one row of those two alone (chunk columns null) when
+# none is found. The state comes in the rows' own snapshot.
+CHUNK_ROWS = Statement(
     """
+    SELECT c.*, st.generation, st.tableoid AS epoch
+    FROM {s}.corpus_stats st
+    LEFT JOIN LATERAL (
+        SELECT {chunk}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])
+    ) c ON true
+    """,
+    chunk=SELECT_CHUNK,
+)
 
 
 class ChunkCache:
@@ -119,7 +121,7 @@ class ChunkCache:
                 self._chars -= len(context[0]) + len(context[1])
 
     def add_rows(self, rows: Iterable[asyncpg.Record], epoch: int) -> dict[int, Chunk]:
-        """The chunks of ``rows_sql`` rows (those found) read from the schema ``epoch``, now held too
+        """The chunks of ``CHUNK_ROWS`` rows (those found) read from the schema ``epoch``, now held too
         unless the cache moved on to another epoch meanwhile."""
         found = [r for r in rows if r["seq"] is not None]
         if epoch != self._epoch:
@@ -133,7 +135,7 @@ class ChunkCache:
         out = self.held(seqs)
         missing = [s for s in seqs if s not in out]
         if missing:
-            rows = await db.conn.fetch(rows_sql(db.s), missing)
+            rows = await db.conn.fetch(db.sql(CHUNK_ROWS), missing)
             if rows[0]["epoch"] == epoch:
                 out.update(self.add_rows(rows, epoch))
         return out

@@ -40,6 +40,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
     terms_of,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
@@ -49,7 +50,62 @@ TIE_TOLERANCE = 2e-9
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
-NO_SQL_FILTER = SqlFilter(NO_FILTERS, 2)
+
+# The project's statistics, the document frequency of each term of $1 (term keys) with a
+# posting, and the blocks of those terms (passing a filter: ``{matching}`` and ``{join}``):
+# terms, sizes, and each array column's binary values concatenated, in one row.
+_BLOCKS = """
+    WITH {matching}st AS (
+        -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
+        -- the table (frequently updated, never vacuumed by us) it guesses over a
+        -- thousand rows, multiplied w's estimate by as many, and read all postings of
+        -- the terms instead of the filter's blocks.
+        SELECT n_docs, total_len, generation, tableoid AS epoch
+        FROM {s}.corpus_stats LIMIT 1
+    ), w AS (
+        -- Document frequencies over the whole project, from the postings index.
+        SELECT q.term, d.df
+        FROM (SELECT DISTINCT unnest($1::int8[]) AS term) q
+        CROSS JOIN LATERAL (
+            SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
+        ) d
+        WHERE d.df > 0
+    ), b AS (
+        -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
+        -- being flattened into a join: costed as random reads, the blocks of a few terms
+        -- looked dearer than reading every block of a mid-sized project).
+        SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
+        FROM w CROSS JOIN LATERAL (
+            SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
+            WHERE p.term = w.term OFFSET 0
+        ) p {join}
+    )
+    SELECT st.n_docs, st.total_len, st.generation, st.epoch,
+           (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
+           (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
+           bl.*
+    FROM st, (
+        SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
+               string_agg(array_send(b.chunks), ''::bytea) AS chunks,
+               string_agg(array_send(b.tfs), ''::bytea) AS tfs,
+               string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
+        FROM b
+    ) bl
+"""
+BLOCKS = Statement(_BLOCKS, matching="", join="")
+# Filtered: the matching chunks first (from the covering path index), joined to the blocks, so
+# only their postings are read. Materialised, the set can only be hashed: probing the table
+# per block (the planner's choice when it underestimates a common term's postings) was far
+# slower. The chunks of a block are alike in every filtered attribute (see rows.build_rows):
+# the blocks to read are those whose first chunk passes.
+BLOCKS_FILTERED = Statement(
+    _BLOCKS,
+    matching="fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {filter}), ",
+    join="JOIN fl ON fl.seq = p.first",
+)
+PLACES = Statement(
+    "SELECT c.seq, c.file_path, c.start_line FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])"
+)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
 THREAD_POSTINGS = 200_000
@@ -99,7 +155,7 @@ async def search(
         )
         async with snapshot:
             flt = SqlFilter(await narrowed(db, filters), 2)
-            row = await db.conn.fetchrow(blocks_sql(db.s, flt), list(keys), *flt.params)
+            row = await db.conn.fetchrow(blocks(db.schema, flt), list(keys), *flt.params)
             scored = await _decoding(score, row)
             if scored is None:
                 return [], 0
@@ -149,7 +205,7 @@ async def _read_terms(
     """The postings of ``keys`` with their contributions, and the project's epoch and
     generation, in one statement (``postings_cache.terms_of``)."""
     async with session() as db:
-        row = await db.conn.fetchrow(blocks_sql(db.s, NO_SQL_FILTER), keys)
+        row = await db.conn.fetchrow(db.sql(BLOCKS), keys)
     return await _decoding(terms_of, row, keys)
 
 
@@ -161,63 +217,15 @@ async def _decoding(work: Callable[..., T], row: asyncpg.Record | None, *args: A
     return work(row, *args)
 
 
-def blocks_sql(s: str, flt: SqlFilter) -> str:
-    """The project's statistics, the document frequency of each term of $1 (term keys) with a
-    posting, and the blocks of those terms passing ``flt`` (terms, sizes, and each array
-    column's binary values concatenated), in one row."""
-    # Filtered: the matching chunks first (from the covering path index), joined to the
-    # blocks, so only their postings are read. Materialised, the set can only be hashed:
-    # probing the table per block (the planner's choice when it underestimates a common
-    # term's postings) was far slower. The chunks of a block are alike in every filtered
-    # attribute (see rows.build_rows): the blocks to read are those whose first chunk passes.
-    fl = (
-        ""
-        if flt.empty
-        else f"fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {flt.sql}), "
-    )
-    only = "" if flt.empty else "JOIN fl ON fl.seq = p.first"
-    return f"""
-        WITH {fl}st AS (
-            -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
-            -- the table (frequently updated, never vacuumed by us) it guesses over a
-            -- thousand rows, multiplied w's estimate by as many, and read all postings of
-            -- the terms instead of the filter's blocks.
-            SELECT n_docs, total_len, generation, tableoid AS epoch
-            FROM {s}.corpus_stats LIMIT 1
-        ), w AS (
-            -- Document frequencies over the whole project, from the postings index.
-            SELECT q.term, d.df
-            FROM (SELECT DISTINCT unnest($1::int8[]) AS term) q
-            CROSS JOIN LATERAL (
-                SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
-            ) d
-            WHERE d.df > 0
-        ), b AS (
-            -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
-            -- being flattened into a join: costed as random reads, the blocks of a few terms
-            -- looked dearer than reading every block of a mid-sized project).
-            SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
-            FROM w CROSS JOIN LATERAL (
-                SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
-                WHERE p.term = w.term OFFSET 0
-            ) p {only}
-        )
-        SELECT st.n_docs, st.total_len, st.generation, st.epoch,
-               (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
-               (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
-               bl.*
-        FROM st, (
-            SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
-                   string_agg(array_send(b.chunks), ''::bytea) AS chunks,
-                   string_agg(array_send(b.tfs), ''::bytea) AS tfs,
-                   string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
-            FROM b
-        ) bl
-    """
+def blocks(schema: str, flt: SqlFilter) -> str:
+    """The statement reading the blocks of the terms $1 that pass ``flt`` (``BLOCKS``)."""
+    if flt.empty:
+        return BLOCKS.at(schema)
+    return BLOCKS_FILTERED.at(schema, filter=flt.sql)
 
 
 def score(row: asyncpg.Record | None) -> Scored | None:
-    """The chunks of a ``blocks_sql`` row with their raw BM25 (as ``lexical.term_score`` sums
+    """The chunks of a ``BLOCKS`` row with their raw BM25 (as ``lexical.term_score`` sums
     it), or None when no block matched."""
     found = decoded(row)
     if found is None:
@@ -258,11 +266,7 @@ async def _top(
         missing = [s for s in seqs if s not in held]
         if missing:
             async with _on(session, db) as on:
-                rows = await on.conn.fetch(
-                    f"SELECT c.seq, c.file_path, c.start_line FROM {on.s}.chunks c "
-                    "WHERE c.seq = ANY($1::int8[])",
-                    missing,
-                )
+                rows = await on.conn.fetch(on.sql(PLACES), missing)
             places.update({r["seq"]: (r["file_path"], r["start_line"]) for r in rows})
         # The seq last: a path and line held in two repositories orders alike every time.
         seqs = sorted(places, key=lambda s: (-normal[s], *places[s], s))[:k]

@@ -5,7 +5,7 @@ Between two writes a term's postings and every input of their BM25 (the project'
 count and average length, the term's document frequency) stay the same, so each posting's
 contribution does too. A search without filters takes its terms' contributions from here and
 sums them per chunk: no statement when every term is held, and one read of the others'
-blocks otherwise (``lexical_search.blocks_sql``, as an unfiltered search reads them).
+blocks otherwise (``lexical_search.BLOCKS``, as an unfiltered search reads them).
 
 What is held is of one generation of the project, under the change token taken before it was
 read (``adapters.postgres.changes``). Once the token moves on (a write seen, the trust window
@@ -59,7 +59,7 @@ class State:
 def terms_of(
     row: asyncpg.Record | None, keys: Sequence[int]
 ) -> tuple[int, int, dict[int, Term | None]] | None:
-    """The (epoch, generation, terms) of a ``blocks_sql`` row read without filters for the
+    """The (epoch, generation, terms) of a ``BLOCKS`` row read without filters for the
     term ``keys``: each key's postings with their contributions, None for a key without
     postings; None when the row holds no project statistics."""
     if row is None or row["n_docs"] is None:

@@ -10,7 +10,7 @@ import contextlib
 import io
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -34,10 +34,17 @@ from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
     term_key,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
-from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.session import (
+    ALL_REPOSITORIES,
+    REPOSITORY_BY_ID,
+    REPOSITORY_BY_PATH,
+    ProjectSession,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
-from codebase_mcp_search.adapters.postgres.database import PgDatabase, Workspace, lock_key
+from codebase_mcp_search.adapters.postgres.database import PgDatabase, lock_key
+from codebase_mcp_search.adapters.postgres.sql import Statement
+from codebase_mcp_search.adapters.postgres.workspaces import Workspace
 from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
 from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
@@ -53,6 +60,54 @@ from codebase_mcp_search.core.ports import IndexedFile
 CHUNK_CACHE_CHARS = 16_000_000
 # The postings a store keeps with their BM25 (postings_cache): 16 bytes each, 32 MB.
 POSTINGS_CACHED = 2_000_000
+
+SAVE_REPOSITORY = Statement(
+    """
+    INSERT INTO {s}.repositories
+        (id, name, path, embedding_model, embedding_dimension, indexed_at)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
+        embedding_dimension = $5, indexed_at = $6
+    """
+)
+REPOSITORY_EXISTS = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1")
+LOCK_REPOSITORY = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1 FOR UPDATE")
+DELETE_REPOSITORY = Statement("DELETE FROM {s}.repositories WHERE id = $1")
+FILE_HASHES = Statement("SELECT path, content_hash FROM {s}.files WHERE repo_id = $1")
+FILE_HASHES_OF = Statement(
+    "SELECT path, content_hash FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])"
+)
+# Seqs for the chunks of a write ($1 of them), taken before its transaction.
+NEW_SEQS = Statement(
+    "SELECT nextval(pg_get_serial_sequence('{s}.chunks', 'seq')) FROM generate_series(1, $1)"
+)
+FILE_TEXTS = Statement(
+    "SELECT path, body FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])"
+)
+CONTEXTS = Statement(
+    "SELECT chunk_id, before, after FROM {s}.chunk_context WHERE chunk_id = ANY($1::text[])"
+)
+# The file bodies of the chunks $3 of repository $1 in files $2 (still indexed).
+BODIES = Statement(
+    """SELECT c.id, f.body FROM {s}.chunks c
+       JOIN {s}.files f ON f.repo_id = c.repo_id AND f.path = c.file_path
+       WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) AND c.id = ANY($3::text[])"""
+)
+CHUNKS_OF_REPOSITORY = Statement(
+    """SELECT {chunk} FROM {s}.chunks c WHERE c.repo_id = $1
+       ORDER BY c.file_path, c.start_line, c.end_line""",
+    chunk=SELECT_CHUNK,
+)
+# The chunks defining a name of $1 (``symbol_names``, indexed), passing {filter} (from $3).
+DEFINITIONS = Statement(
+    """SELECT {chunk} FROM {s}.chunks c
+       WHERE {s}.symbol_names(c.symbol) && $1::text[] AND {filter}
+       ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2""",
+    chunk=SELECT_CHUNK,
+)
+TRY_LOCK: Final = "SELECT pg_try_advisory_lock($1)"
+LOCK: Final = "SELECT pg_advisory_lock($1)"
+UNLOCK: Final = "SELECT pg_advisory_unlock($1)"
 
 
 class PgChunkStore:
@@ -124,13 +179,7 @@ class PgChunkStore:
         async with self._writing() as db, db.conn.transaction():
             await self._models.check_repository(db, repository)
             await db.conn.execute(
-                f"""
-                INSERT INTO {db.s}.repositories
-                    (id, name, path, embedding_model, embedding_dimension, indexed_at)
-                VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
-                    embedding_dimension = $5, indexed_at = $6
-                """,
+                db.sql(SAVE_REPOSITORY),
                 repository.id,
                 repository.name,
                 repository.path,
@@ -145,14 +194,14 @@ class PgChunkStore:
             found = [r for r in kept if r.id == repository_id]
         else:
             async with self._session() as db:
-                found = await db.repositories("r.id = $1", repository_id)
+                found = await db.repositories(REPOSITORY_BY_ID, repository_id)
         if not found:
             raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
         return found[0]
 
     async def find_repository(self, path: str) -> Repository | None:
         async with self._session() as db:
-            found = await db.repositories("r.path = $1", path)
+            found = await db.repositories(REPOSITORY_BY_PATH, path)
         return found[0] if found else None
 
     async def list_repositories(self) -> list[Repository]:
@@ -161,7 +210,7 @@ class PgChunkStore:
             return list(kept)
         token = await self._token()
         async with self._session() as db:
-            found = await db.repositories("true")
+            found = await db.repositories(ALL_REPOSITORIES)
         if token is not None:
             self._repositories = (token, tuple(found))
         return found
@@ -177,13 +226,11 @@ class PgChunkStore:
 
     async def delete_repository(self, repository_id: str) -> None:
         async with self._writing() as db, db.conn.transaction():
-            exists = await db.conn.fetchval(
-                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1 FOR UPDATE", repository_id
-            )
+            exists = await db.conn.fetchval(db.sql(LOCK_REPOSITORY), repository_id)
             if not exists:
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
             n, length, nvec = await db.delete_chunks(repository_id, None)
-            await db.conn.execute(f"DELETE FROM {db.s}.repositories WHERE id = $1", repository_id)
+            await db.conn.execute(db.sql(DELETE_REPOSITORY), repository_id)
             await db.add_stats(-n, -length, -nvec, changed=n > 0)
 
     # --- files and chunks ---------------------------------------------------------------
@@ -193,17 +240,9 @@ class PgChunkStore:
     ) -> dict[str, str]:
         async with self._session() as db:
             if paths is None:
-                rows = await db.conn.fetch(
-                    f"SELECT path, content_hash FROM {db.s}.files WHERE repo_id = $1",
-                    repository_id,
-                )
+                rows = await db.conn.fetch(db.sql(FILE_HASHES), repository_id)
             else:
-                rows = await db.conn.fetch(
-                    f"SELECT path, content_hash FROM {db.s}.files "
-                    "WHERE repo_id = $1 AND path = ANY($2::text[])",
-                    repository_id,
-                    list(paths),
-                )
+                rows = await db.conn.fetch(db.sql(FILE_HASHES_OF), repository_id, list(paths))
         return {r["path"]: r["content_hash"] for r in rows}
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
@@ -215,14 +254,7 @@ class PgChunkStore:
         n_chunks = sum(len(f.chunks) for f in files)
         async with self._writing() as db:
             conn = db.conn
-            seqs: list[int] = [
-                r[0]
-                for r in await conn.fetch(
-                    f"SELECT nextval(pg_get_serial_sequence('{db.s}.chunks', 'seq')) "
-                    "FROM generate_series(1, $1)",
-                    n_chunks,
-                )
-            ]
+            seqs: list[int] = [r[0] for r in await conn.fetch(db.sql(NEW_SEQS), n_chunks)]
             rows = await asyncio.to_thread(build_rows, repository_id, files, seqs)
             paths = [f.file.path for f in files]
             async with conn.transaction():
@@ -273,12 +305,7 @@ class PgChunkStore:
 
     async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
         async with self._session() as db:
-            rows = await db.conn.fetch(
-                f"SELECT path, body FROM {db.s}.files "
-                "WHERE repo_id = $1 AND path = ANY($2::text[])",
-                repository_id,
-                list(paths),
-            )
+            rows = await db.conn.fetch(db.sql(FILE_TEXTS), repository_id, list(paths))
         return {r["path"]: r["body"] for r in rows}
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
@@ -294,11 +321,7 @@ class PgChunkStore:
         if not unread:
             return out
         async with self._session() as db:
-            rows = await db.conn.fetch(
-                f"SELECT chunk_id, before, after FROM {db.s}.chunk_context "
-                "WHERE chunk_id = ANY($1::text[])",
-                [c.id for c in unread],
-            )
+            rows = await db.conn.fetch(db.sql(CONTEXTS), [c.id for c in unread])
             out.update({r["chunk_id"]: (r["before"], r["after"]) for r in rows})
             for c in unread:
                 if c.id in out:
@@ -317,9 +340,7 @@ class PgChunkStore:
     ) -> dict[str, tuple[str, str]]:
         """The context of those of ``chunks`` still indexed, cut from their files' bodies."""
         rows = await db.conn.fetch(
-            f"SELECT c.id, f.body FROM {db.s}.chunks c "
-            f"JOIN {db.s}.files f ON f.repo_id = c.repo_id AND f.path = c.file_path "
-            "WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) AND c.id = ANY($3::text[])",
+            db.sql(BODIES),
             repo_id,
             sorted({c.file_path for c in chunks}),
             [c.id for c in chunks],
@@ -333,15 +354,9 @@ class PgChunkStore:
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
         async with self._session() as db:
-            if not await db.conn.fetchval(
-                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1", repository_id
-            ):
+            if not await db.conn.fetchval(db.sql(REPOSITORY_EXISTS), repository_id):
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
-            rows = await db.conn.fetch(
-                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c WHERE c.repo_id = $1 "
-                "ORDER BY c.file_path, c.start_line, c.end_line",
-                repository_id,
-            )
+            rows = await db.conn.fetch(db.sql(CHUNKS_OF_REPOSITORY), repository_id)
         return [chunk_of(r) for r in rows]
 
     # --- embedding cache ----------------------------------------------------------------
@@ -392,9 +407,7 @@ class PgChunkStore:
         async with self._session() as db:
             where = SqlFilter(filters, first_param=3)
             rows = await db.conn.fetch(
-                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c "
-                f"WHERE {db.s}.symbol_names(c.symbol) && $1::text[] AND {where.sql} "
-                "ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2",
+                db.sql(DEFINITIONS, filter=where.sql),
                 list(dict.fromkeys(names)),
                 limit,
                 *where.params,
@@ -408,7 +421,7 @@ class PgChunkStore:
         """Serialise indexing of one repository across processes (session advisory lock)."""
         key = lock_key((await self.workspace()).schema, repository_id)
         async with self._db.connection(session_state=True) as conn:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
+            got = await conn.fetchval(TRY_LOCK, key)
             if not got:
                 if not wait:
                     raise RepositoryBusy(
@@ -416,12 +429,12 @@ class PgChunkStore:
                         "indexed by another process: retry when it finishes, or wait for it",
                         repository_id=repository_id,
                     )
-                await conn.execute("SELECT pg_advisory_lock($1)", key)
+                await conn.execute(LOCK, key)
             try:
                 yield
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
-                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                    await conn.execute(UNLOCK, key)
 
     async def optimize(self) -> None:
         """Wait for background ANN builds, then index the tail and merge small segments; after a

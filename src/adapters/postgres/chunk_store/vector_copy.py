@@ -36,8 +36,12 @@ import numpy as np
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import (
+    CHUNK_ROWS,
+    ChunkCache,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import CoreError
 from codebase_mcp_search.core.models import ScoredChunk
 
@@ -84,28 +88,29 @@ class Copy:
         return self.seqs[order].tolist(), scores[order].astype(np.float64).tolist()
 
 
-def read_sql(s: str) -> str:
-    """The project's generation, dimension and every vector (seqs, ranks by path and line and
-    values, each concatenated in binary form in seq order), in one snapshot."""
-    return f"""
-        SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
-               (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-               v.seqs, v.ranks, v.vectors
-        FROM {s}.corpus_stats st, (
-            SELECT string_agg(int8send(x.seq), ''::bytea ORDER BY x.seq) AS seqs,
-                   string_agg(int8send(x.rank), ''::bytea ORDER BY x.seq) AS ranks,
-                   string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
-            FROM (
-                SELECT c.seq, c.embedding,
-                       rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
-                FROM {s}.chunks c WHERE c.embedding IS NOT NULL
-            ) x
-        ) v
+# The project's generation, dimension and every vector (seqs, ranks by path and line and
+# values, each concatenated in binary form in seq order), in one snapshot.
+READ_COPY = Statement(
     """
+    SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
+           (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+           v.seqs, v.ranks, v.vectors
+    FROM {s}.corpus_stats st, (
+        SELECT string_agg(int8send(x.seq), ''::bytea ORDER BY x.seq) AS seqs,
+               string_agg(int8send(x.rank), ''::bytea ORDER BY x.seq) AS ranks,
+               string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
+        FROM (
+            SELECT c.seq, c.embedding,
+                   rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
+            FROM {s}.chunks c WHERE c.embedding IS NOT NULL
+        ) x
+    ) v
+    """
+)
 
 
 def parse(row: asyncpg.Record) -> Copy | None:
-    """The copy a ``read_sql`` row holds; None when the project has no vectors, or its
+    """The copy a ``READ_COPY`` row holds; None when the project has no vectors, or its
     counts do not agree (a vector of another dimension: the database's scan says why)."""
     if row is None or row["vectors"] is None or row["dimension"] is None:
         return None
@@ -166,7 +171,7 @@ class VectorCopy:
             # The project's generation, and the rows of the chosen chunks not held: one
             # statement.
             async with self._session() as db:
-                rows = await db.conn.fetch(rows_sql(db.s), [s for s in seqs if s not in chunks])
+                rows = await db.conn.fetch(db.sql(CHUNK_ROWS), [s for s in seqs if s not in chunks])
             first = rows[0]
             if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
                 if self.held is held:
@@ -204,7 +209,7 @@ class VectorCopy:
         try:
             token = await self._token()
             async with self._session() as db:
-                row = await db.conn.fetchrow(read_sql(db.s))
+                row = await db.conn.fetchrow(db.sql(READ_COPY))
             # Tens of milliseconds for the largest copy: off the loop serving requests.
             copy = await asyncio.to_thread(parse, row)
             if copy is not None and copy.unit.size <= self._max_floats:

@@ -9,7 +9,7 @@ import collections
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 import numpy as np
@@ -24,11 +24,115 @@ from codebase_mcp_search.adapters.postgres.chunk_store.filters import (
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
+from codebase_mcp_search.adapters.postgres.sql import Sql, Statement, part, union_all
 from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Filters whose matches a store remembers (see VectorSearch.matches).
 MATCHES_CACHED = 32
+
+# Everything a search's plan depends on, in one round trip.
+PLAN_INPUTS = Statement(
+    """
+    SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+           st.n_docs, st.n_vectors, st.generation,
+           ARRAY(SELECT lo FROM {s}.ann_segments ORDER BY lo) AS los,
+           ARRAY(SELECT hi FROM {s}.ann_segments ORDER BY lo) AS his
+    FROM {s}.corpus_stats st
+    """
+)
+# Filtered statements are planned with the filter's values: a generic plan sees a directory
+# range of unknown width as narrow, and would sort every match by distance instead of walking
+# the graph.
+CUSTOM_PLANS: Final = "SET LOCAL plan_cache_mode = force_custom_plan"
+# A query vector of length zero: every chunk with a vector (passing {filter}) scores 0.
+ZERO_QUERY = Statement(
+    """SELECT {chunk}, 0.0::float8 AS score FROM {s}.chunks c
+       WHERE c.embedding IS NOT NULL AND {filter}
+       ORDER BY c.file_path, c.start_line LIMIT $1""",
+    chunk=SELECT_CHUNK,
+)
+# The exact top {limit} by cosine distance to $1 of the chunks (alias ``c``) passing {where},
+# ``SELECT_CHUNK`` and ``score``, ties by path and line. The distances are sorted with the
+# row's key alone and the chosen rows read after: sorting whole rows copied every chunk's text
+# into the sort.
+_EXACT = """
+    SELECT {chunk}, 1 - t.d AS score
+    FROM (
+        SELECT c.seq, c.embedding <=> $1 AS d, c.file_path, c.start_line
+        FROM {s}.chunks c WHERE {where}
+        ORDER BY 2, 3, 4 LIMIT {limit}
+    ) t JOIN {s}.chunks c ON c.seq = t.seq
+    ORDER BY t.d, t.file_path, t.start_line
+"""
+EXACT = Statement(_EXACT, chunk=SELECT_CHUNK, where="c.embedding IS NOT NULL AND {filter}")
+# ``EXACT`` unfiltered in one statement, with the plan's inputs: the top $3 of the vectors
+# when there are vectors of the query's dimension ($2) and no ANN segments, or no more than
+# $4 vectors; the inputs alone (chunk columns null) otherwise.
+EXACT_UNFILTERED = Statement(
+    """
+    WITH st AS (
+        SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+               n_vectors, generation,
+               (SELECT count(*) FROM {s}.ann_segments) AS segments
+        FROM {s}.corpus_stats
+    )
+    SELECT top.*, st.dimension, st.n_vectors, st.generation, st.segments
+    FROM st LEFT JOIN LATERAL ({exact}) top ON true
+    """,
+    exact=part(
+        _EXACT,
+        chunk=SELECT_CHUNK,
+        where="""c.embedding IS NOT NULL AND st.dimension = $2
+            AND (st.segments = 0 OR st.n_vectors <= $4)""",
+        limit="$3",
+    ),
+)
+# The chunks with vectors passing {filter} counted per ANN bucket of seq ($1: the buckets'
+# lower bounds), with the seqs of the buckets of at most ${small} of them.
+_MATCHES = """
+    WITH m AS MATERIALIZED (
+        SELECT width_bucket(c.seq, $1::int8[]) AS b, c.seq
+        FROM {s}.chunks c WHERE {vectors}{filter}
+    ), n AS (SELECT b, count(*) AS n FROM m GROUP BY b)
+    SELECT n.b, n.n,
+           CASE WHEN n.n <= ${small} THEN ARRAY(SELECT m.seq FROM m WHERE m.b = n.b) END
+               AS seqs
+    FROM n
+"""
+# Every chunk has a vector: no condition on it.
+MATCHES = Statement(_MATCHES, vectors="")
+MATCHES_WITH_VECTORS = Statement(_MATCHES, vectors="c.embedding IS NOT NULL AND ")
+# The widest HNSW candidate list of the search's segment walks ($1), for its transaction.
+EF_SEARCH: Final = "SELECT set_config('hnsw.ef_search', $1, true)"
+# One branch of an ANN search: the {limit} chunks nearest $1 among those passing {where},
+# ordered by {order} (the index's ordering: a walk of the segment's HNSW index; with "+ 0",
+# not: an exact scan).
+_BRANCH = """(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c
+    WHERE {where} ORDER BY {order} LIMIT {limit})"""
+_WALK = "c.embedding <=> $1"
+_SCAN = "(c.embedding <=> $1) + 0"
+# A segment's range, as the predicate of its partial index: {lo} and {hi} are constants.
+_SEGMENT = "c.seq > {lo} AND c.seq <= {hi}"
+_TAIL = "c.seq > {hi} AND c.embedding IS NOT NULL"
+_SEQS = "c.seq = ANY(${seqs}::int8[])"
+WALK_SEGMENT = Statement(_BRANCH, where=_SEGMENT, order=_WALK)
+WALK_FILTERED = Statement(_BRANCH, where=_SEGMENT + " AND {filter}", order=_WALK)
+SCAN_FILTERED = Statement(_BRANCH, where=_SEGMENT + " AND {filter}", order=_SCAN)
+SCAN_SEQS = Statement(_BRANCH, where=_SEQS, order=_SCAN)
+TAIL = Statement(_BRANCH, where=_TAIL, order=_WALK)
+TAIL_FILTERED = Statement(_BRANCH, where=_TAIL + " AND {filter}", order=_WALK)
+TAIL_SEQS = Statement(_BRANCH, where=_SEQS, order=_WALK)
+# The top {limit} of the branches, with their chunks, ties by path and line.
+ANN_TOP = Statement(
+    """
+    WITH top AS (SELECT * FROM ({branches}) u ORDER BY d LIMIT {limit})
+    SELECT {chunk}, 1 - top.d AS score
+    FROM top JOIN {s}.chunks c ON c.seq = top.seq
+    ORDER BY top.d, c.file_path, c.start_line
+    """,
+    chunk=SELECT_CHUNK,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +186,10 @@ class VectorSearch:
     async def _search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[asyncpg.Record], int]:
-        conn, s = db.conn, db.s
+        conn = db.conn
         async with conn.transaction(readonly=True, isolation="repeatable_read"):
             flt = SqlFilter(await narrowed(db, filters), 2)
-            # Everything the plan depends on, in one round trip.
-            stats = await conn.fetchrow(
-                f"""
-                SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-                       st.n_docs, st.n_vectors, st.generation,
-                       ARRAY(SELECT lo FROM {s}.ann_segments ORDER BY lo) AS los,
-                       ARRAY(SELECT hi FROM {s}.ann_segments ORDER BY lo) AS his
-                FROM {s}.corpus_stats st
-                """
-            )
+            stats = await conn.fetchrow(db.sql(PLAN_INPUTS))
             stored = stats["dimension"]
             if stored is None:
                 return [], 0
@@ -108,32 +203,20 @@ class VectorSearch:
             if flt.empty:
                 total = all_vectors
             else:
-                # Filtered statements are planned with the filter's values: a generic plan
-                # sees a directory range of unknown width as narrow, and would sort every
-                # match by distance instead of walking the graph.
-                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                await conn.execute(CUSTOM_PLANS)
                 matches = await self.matches(db, flt, stats, segments)
                 total = sum(matches.counts.values())
             if total == 0:
                 return [], 0
             if not float(np.linalg.norm(query)) > 0:
-                rows = await conn.fetch(
-                    f"SELECT {SELECT_CHUNK}, 0.0::float8 AS score FROM {s}.chunks c "
-                    f"WHERE c.embedding IS NOT NULL AND {flt.sql} "
-                    "ORDER BY c.file_path, c.start_line LIMIT $1",
-                    limit,
-                    *flt.params,
-                )
+                rows = await conn.fetch(db.sql(ZERO_QUERY, filter=flt.sql), limit, *flt.params)
                 return list(rows), total
             rows = []
             if segments and total > self._ann.exact_rows:
                 rows = await self._ann_search(db, query, flt, limit, segments, matches)
             if len(rows) < min(limit, total):
-                rows = await conn.fetch(
-                    exact_sql(s, f"c.embedding IS NOT NULL AND {flt.sql}", f"{int(limit)}"),
-                    query,
-                    *flt.params,
-                )
+                exact = db.sql(EXACT, filter=flt.sql, limit=int(limit))
+                rows = await conn.fetch(exact, query, *flt.params)
         return list(rows), total
 
     async def _exact_unfiltered(
@@ -143,22 +226,8 @@ class VectorSearch:
         the plan's inputs and the top rows together, where ``search`` spends a transaction and
         four round trips. None when the plan is another: no vectors of the query's dimension
         (``search`` says why), or ANN segments over more than ``exact_rows`` vectors."""
-        s = db.s
-        where = (
-            "c.embedding IS NOT NULL AND st.dimension = $2 "
-            "AND (st.segments = 0 OR st.n_vectors <= $4)"
-        )
         rows = await db.conn.fetch(
-            f"""
-            WITH st AS (
-                SELECT (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-                       n_vectors, generation,
-                       (SELECT count(*) FROM {s}.ann_segments) AS segments
-                FROM {s}.corpus_stats
-            )
-            SELECT top.*, st.dimension, st.n_vectors, st.generation, st.segments
-            FROM st LEFT JOIN LATERAL ({exact_sql(s, where, "$3")}) top ON true
-            """,
+            db.sql(EXACT_UNFILTERED),
             query,
             str(query.shape[0]),
             int(limit),
@@ -197,21 +266,12 @@ class VectorSearch:
         if found is not None:
             cache.move_to_end(key)
             return found
-        vec = "" if stats["n_vectors"] == stats["n_docs"] else "c.embedding IS NOT NULL AND "
+        statement = MATCHES if stats["n_vectors"] == stats["n_docs"] else MATCHES_WITH_VECTORS
         bounds = [int(lo) + 1 for lo, _ in segments]
         bounds.append(int(segments[-1][1]) + 1 if segments else 1)
         small = len(flt.params) + 2
         rows = await db.conn.fetch(
-            f"""
-            WITH m AS MATERIALIZED (
-                SELECT width_bucket(c.seq, $1::int8[]) AS b, c.seq
-                FROM {db.s}.chunks c WHERE {vec}{flt.sql}
-            ), n AS (SELECT b, count(*) AS n FROM m GROUP BY b)
-            SELECT n.b, n.n,
-                   CASE WHEN n.n <= ${small} THEN ARRAY(SELECT m.seq FROM m WHERE m.b = n.b) END
-                       AS seqs
-            FROM n
-            """,
+            db.sql(statement, filter=flt.sql, small=small),
             bounds,
             *flt.params,
             self._ann.exact_rows,
@@ -243,76 +303,56 @@ class VectorSearch:
         by HNSW. An exact scan reads the matching rows by key when their seqs are known, else
         it filters the segment's range.
         """
-        s = db.s
         lim = int(limit)
         ann = self._ann
         ef = max(ann.ef_search_min, math.ceil(lim * 1.5))
         params: list[Any] = [query, *flt.params]
 
-        def exact(bucket: int, where: str) -> str:
+        def seqs_of(bucket: int) -> int | None:
+            """The parameter holding the bucket's matching seqs, if they are known."""
             seqs = matches.seqs.get(bucket) if matches is not None else None
             if seqs is None:
-                return f"{where} AND {flt.sql}"
+                return None
             params.append(seqs.tolist())
-            return f"c.seq = ANY(${len(params)}::int8[])"
+            return len(params)
 
-        branches: list[str] = []
+        branches: list[Sql] = []
         for i, (lo, hi) in enumerate(segments):
-            where = f"c.seq > {int(lo)} AND c.seq <= {int(hi)}"
-            order = "c.embedding <=> $1"
-            if matches is not None:
-                n = matches.counts.get(i + 1, 0)
-                if n == 0:
-                    continue
-                need = math.ceil(lim * 1.5 * (int(hi) - int(lo)) / n)
-                # A walk with a candidate list of ``need`` visits about need * 2m vectors
-                # (each candidate's neighbours): no fewer than scanning the matches exactly.
-                if n <= ann.exact_segment_rows or need > ann.ef_search_max or n <= need * 2 * ann.m:
-                    where = exact(i + 1, where)
-                    order = "(c.embedding <=> $1) + 0"  # not the index's ordering: exact
+            bounds = {"lo": int(lo), "hi": int(hi), "limit": lim}
+            if matches is None:
+                branches.append(db.piece(WALK_SEGMENT, **bounds))
+                continue
+            n = matches.counts.get(i + 1, 0)
+            if n == 0:
+                continue
+            need = math.ceil(lim * 1.5 * (int(hi) - int(lo)) / n)
+            # A walk with a candidate list of ``need`` visits about need * 2m vectors (each
+            # candidate's neighbours): no fewer than scanning the matches exactly.
+            if n <= ann.exact_segment_rows or need > ann.ef_search_max or n <= need * 2 * ann.m:
+                p = seqs_of(i + 1)
+                if p is None:
+                    branches.append(db.piece(SCAN_FILTERED, **bounds, filter=flt.sql))
                 else:
-                    where = f"{where} AND {flt.sql}"
-                    ef = max(ef, need)
-            branches.append(
-                f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
-                f"WHERE {where} ORDER BY {order} LIMIT {lim})"
-            )
+                    branches.append(db.piece(SCAN_SEQS, seqs=p, limit=lim))
+            else:
+                branches.append(db.piece(WALK_FILTERED, **bounds, filter=flt.sql))
+                ef = max(ef, need)
         tail_bucket = len(segments) + 1
-        if matches is None or matches.counts.get(tail_bucket, 0):
-            where = f"c.seq > {int(segments[-1][1])} AND c.embedding IS NOT NULL"
-            where = exact(tail_bucket, where) if matches is not None else where
-            branches.append(
-                f"(SELECT c.seq, c.embedding <=> $1 AS d FROM {s}.chunks c "
-                f"WHERE {where} ORDER BY c.embedding <=> $1 LIMIT {lim})"
-            )
-        await db.conn.execute(f"SET LOCAL hnsw.ef_search = {min(ef, ann.ef_search_max)}")
+        top = int(segments[-1][1])
+        if matches is None:
+            branches.append(db.piece(TAIL, hi=top, limit=lim))
+        elif matches.counts.get(tail_bucket, 0):
+            p = seqs_of(tail_bucket)
+            if p is None:
+                branches.append(db.piece(TAIL_FILTERED, hi=top, filter=flt.sql, limit=lim))
+            else:
+                branches.append(db.piece(TAIL_SEQS, seqs=p, limit=lim))
+        await db.conn.execute(EF_SEARCH, str(min(ef, ann.ef_search_max)))
         rows = await db.conn.fetch(
-            f"""
-            WITH top AS (SELECT * FROM ({" UNION ALL ".join(branches)}) u ORDER BY d LIMIT {lim})
-            SELECT {SELECT_CHUNK}, 1 - top.d AS score
-            FROM top JOIN {s}.chunks c ON c.seq = top.seq
-            ORDER BY top.d, c.file_path, c.start_line
-            """,
-            *params,
+            db.sql(ANN_TOP, branches=union_all(branches), limit=lim), *params
         )
         return list(rows)
 
 
 def _scored(rows: Sequence[asyncpg.Record]) -> list[ScoredChunk]:
     return [ScoredChunk.of(chunk_of(r), float(r["score"])) for r in rows]
-
-
-def exact_sql(s: str, where: str, limit: str) -> str:
-    """The exact top ``limit`` by cosine distance to $1 of the chunks (alias ``c``) passing
-    ``where``, ``SELECT_CHUNK`` and ``score``, ties by path and line. The distances are sorted
-    with the row's key alone and the chosen rows read after: sorting whole rows copied every
-    chunk's text into the sort."""
-    return f"""
-        SELECT {SELECT_CHUNK}, 1 - t.d AS score
-        FROM (
-            SELECT c.seq, c.embedding <=> $1 AS d, c.file_path, c.start_line
-            FROM {s}.chunks c WHERE {where}
-            ORDER BY 2, 3, 4 LIMIT {limit}
-        ) t JOIN {s}.chunks c ON c.seq = t.seq
-        ORDER BY t.d, t.file_path, t.start_line
-    """
