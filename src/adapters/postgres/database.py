@@ -8,6 +8,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,13 +36,28 @@ from codebase_mcp_search.core.errors import CoreError, StoreUnavailable
 
 log = logging.getLogger("codebase_mcp")
 
+# Seconds a health probe (``ping``) waits for the server, by default.
+PROBE_TIMEOUT_S: Final = 2.0
 PING: Final = "SELECT 1"
+SERVER_INFO: Final = """
+    SELECT current_setting('server_version') AS server,
+           (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector
+"""
 
 
 def lock_key(*parts: str) -> int:
     """A signed 64-bit advisory lock key for ``parts`` (stable across processes)."""
     digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """The server's version, and the version of its pgvector extension (None: not installed
+    in the database)."""
+
+    server: str
+    pgvector: str | None
 
 
 class PgDatabase:
@@ -266,7 +282,13 @@ class PgDatabase:
         async with self.connection() as conn:
             return await workspaces.projects(conn)
 
-    async def ping(self, timeout_s: float = 2.0) -> None:
+    async def server_info(self) -> ServerInfo:
+        """The server's version and its pgvector's (one round trip on a pooled connection)."""
+        async with self.connection() as conn:
+            row = await conn.fetchrow(SERVER_INFO)
+        return ServerInfo(server=row["server"], pgvector=row["pgvector"])
+
+    async def ping(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         """One round trip to the server on a connection of its own (a busy pool must not make
         a health probe wait); ``StoreUnavailable`` when it does not answer. It starts the
         embedded server again if it died, and drops a pool whose server went away."""
