@@ -17,9 +17,6 @@ ANN_SEGMENT_ROWS: Final = 16_384
 ANN_TAIL_ROWS: Final = 2_000
 ANN_MAX_SEGMENTS: Final = 8
 ANN_EXACT_ROWS: Final = 8_000
-# A project's vectors copied into a server process for exact search: up to 48 MB of float32
-# (10,000 vectors of 1,024 dimensions, or every vector of a 31,000-chunk project at 384).
-ANN_COPY_FLOATS: Final = 12_000_000
 ANN_BUILD_MEMORY_MB: Final = 512
 ANN_FINAL_BUILD_WORKERS: Final = 1
 
@@ -44,8 +41,7 @@ class AnnConfig:
     than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
 
     An unfiltered search of a project searched exactly is answered from a copy of its vectors
-    in the process while they hold at most ``copy_floats`` values
-    (``adapters.postgres.chunk_store.vector_copy``).
+    in the process, within its budget (``PgCaches.vector_floats``; ``chunk_store.vector_copy``).
 
     Defaults: ``ANN_*`` above; ``m`` and ``ef_construction`` from ``core.defaults``.
     """
@@ -60,6 +56,5 @@ class AnnConfig:
     tail_rows: int = ANN_TAIL_ROWS
     max_segments: int = ANN_MAX_SEGMENTS
     exact_rows: int = ANN_EXACT_ROWS
-    copy_floats: int = ANN_COPY_FLOATS
     build_memory_mb: int = ANN_BUILD_MEMORY_MB
     final_build_workers: int = ANN_FINAL_BUILD_WORKERS

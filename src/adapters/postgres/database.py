@@ -45,6 +45,12 @@ SERVER_INFO: Final = """
 """
 
 
+# Session advisory locks (``lock_key``), held until unlocked or the session is reset.
+TRY_LOCK: Final = "SELECT pg_try_advisory_lock($1)"
+LOCK: Final = "SELECT pg_advisory_lock($1)"
+UNLOCK: Final = "SELECT pg_advisory_unlock($1)"
+
+
 def lock_key(*parts: str) -> int:
     """A signed 64-bit advisory lock key for ``parts`` (stable across processes)."""
     digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest()

@@ -1,9 +1,13 @@
 """The one-model rule as the store applies it: the project's embedding model and vector
 dimension (kept in ``meta``), checked on saving a repository and on writing vectors, with the
 vector column retyped when the only holder switches models. The rule and its message are
-``core.model_rule``'s; this module only supplies what the project holds."""
+``core.model_rule``'s; this module only supplies what the project holds. The dimension is read
+through ``Dimension``: ``StoredDimension`` reads it for every write, ``memos.KeptDimension``
+keeps it once known."""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from codebase_mcp_search.adapters.postgres.chunk_store.segments import drop_segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
@@ -40,11 +44,32 @@ from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 from codebase_mcp_search.core.models import Repository
 
 
-class ModelGuard:
-    """The one-model rule of one project, with its vector dimension remembered."""
+class Dimension(Protocol):
+    async def get(self, db: ProjectSession) -> int | None:
+        """The project's vector dimension (None: not set yet)."""
+        ...
 
-    def __init__(self) -> None:
-        self._dimension: int | None = None
+    def learned(self, dimension: int) -> None:
+        """The project's dimension is now ``dimension`` (set, or read under the lock)."""
+        ...
+
+
+class StoredDimension:
+    """The dimension as ``meta`` holds it, read every time."""
+
+    async def get(self, db: ProjectSession) -> int | None:
+        value = await db.conn.fetchval(db.sql(DIMENSION))
+        return int(value) if value is not None else None
+
+    def learned(self, dimension: int) -> None:
+        pass
+
+
+class ModelGuard:
+    """The one-model rule of one project."""
+
+    def __init__(self, dimension: Dimension) -> None:
+        self._dimension = dimension
 
     async def check_repository(self, db: ProjectSession, repo: Repository) -> None:
         """One embedding model per project: switching is allowed only when no other
@@ -78,19 +103,17 @@ class ModelGuard:
     async def check_dimension(self, db: ProjectSession, dimension: int) -> None:
         """Vectors of ``dimension`` may be written: the project's dimension, or none yet (then
         it becomes the project's). Runs in the caller's transaction."""
-        conn = db.conn
-        if self._dimension is None:
-            value = await conn.fetchval(db.sql(DIMENSION))
-            self._dimension = int(value) if value is not None else None
-        if self._dimension is None:
-            await conn.execute(db.sql(LOCK_META))
+        known = await self._dimension.get(db)
+        if known is None:
+            await db.conn.execute(db.sql(LOCK_META))
             # A concurrent first writer may have set it while this one waited for the lock.
-            value = await conn.fetchval(db.sql(DIMENSION))
+            value = await db.conn.fetchval(db.sql(DIMENSION))
             if value is None:
                 await self._set_dimension(db, dimension)
                 return
-            self._dimension = int(value)
-        check_one_model(HeldVectors(model=None, dimension=self._dimension), None, dimension)
+            known = int(value)
+            self._dimension.learned(known)
+        check_one_model(HeldVectors(model=None, dimension=known), None, dimension)
 
     async def _set_dimension(self, db: ProjectSession, dimension: int) -> None:
         """Retype the vector column (only ever with no vectors of another size stored)."""
@@ -100,4 +123,4 @@ class ModelGuard:
         await conn.execute(db.sql(RETYPE_VECTORS, n=int(dimension)))
         await db.recount_vectors()
         await conn.execute(db.sql(SET_DIMENSION), str(dimension))
-        self._dimension = dimension
+        self._dimension.learned(dimension)

@@ -12,7 +12,12 @@ from typing import Any, Final
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
-from codebase_mcp_search.adapters.postgres.database import PgDatabase, lock_key
+from codebase_mcp_search.adapters.postgres.database import (
+    TRY_LOCK,
+    UNLOCK,
+    PgDatabase,
+    lock_key,
+)
 from codebase_mcp_search.adapters.postgres.sql import Statement, quote_ident
 
 SEGMENT_NAMES = Statement("SELECT index_name FROM {s}.ann_segments")
@@ -21,8 +26,6 @@ DROP_INDEX = Statement("DROP INDEX IF EXISTS {s}.{index}")
 DROP_INDEX_CONCURRENTLY = Statement("DROP INDEX CONCURRENTLY IF EXISTS {s}.{index}")
 FORGET_ALL_SEGMENTS = Statement("DELETE FROM {s}.ann_segments")
 FORGET_SEGMENTS = Statement("DELETE FROM {s}.ann_segments WHERE index_name = ANY($1::text[])")
-TRY_LOCK: Final = "SELECT pg_try_advisory_lock($1)"
-UNLOCK: Final = "SELECT pg_advisory_unlock($1)"
 RESET_ALL: Final = "RESET ALL"
 # The build's session: its memory ($1, as '512MB'), parallel workers ($2), no statement timeout.
 BUILD_SETTINGS: Final = """

@@ -1,24 +1,23 @@
 """ProjectSession: one project's schema on one pooled connection, and the statements that
-several of the store's operations share (repository rows, the deletion of chunks with their
-postings, the per-repository counts and the project's document statistics, file locks)."""
+several of the store's operations share (the deletion of chunks with their postings, the
+per-repository counts and the project's document statistics, file locks); ``OnDemand``, a
+session opened only when a read needs one."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Self
 
 import asyncpg
 
 from codebase_mcp_search.adapters.postgres.database import lock_key
 from codebase_mcp_search.adapters.postgres.sql import Slot, Sql, Statement
 from codebase_mcp_search.adapters.postgres.workspaces import Workspace
-from codebase_mcp_search.core.models import Repository
 
-_REPOSITORIES = "SELECT r.* FROM {s}.repositories r WHERE {where} ORDER BY r.name, r.id"
-ALL_REPOSITORIES = Statement(_REPOSITORIES, where="true")
-REPOSITORY_BY_ID = Statement(_REPOSITORIES, where="r.id = $1")
-REPOSITORY_BY_PATH = Statement(_REPOSITORIES, where="r.path = $1")
 LOCK_REPOSITORY = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1 FOR KEY SHARE")
 LOCK_FILES = "SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k"
 _OF_FILES = "repo_id = $1 AND file_path = ANY($2::text[])"
@@ -96,23 +95,6 @@ class ProjectSession:
         """``statement``'s text on this project's schema, for another's slot."""
         return statement.piece(self.schema, **slots)
 
-    async def repositories(self, statement: Statement, *args: Any) -> list[Repository]:
-        """The repositories of ``statement`` (one of ``*_REPOSITOR*``), by name."""
-        rows = await self.conn.fetch(self.sql(statement), *args)
-        return [
-            Repository(
-                id=r["id"],
-                name=r["name"],
-                path=r["path"],
-                embedding_model=r["embedding_model"],
-                embedding_dimension=r["embedding_dimension"],
-                file_count=r["file_count"],
-                chunk_count=r["chunk_count"],
-                indexed_at=r["indexed_at"],
-            )
-            for r in rows
-        ]
-
     async def lock_files(self, repo_id: str, paths: Sequence[str]) -> bool:
         """Lock the repository against deletion and ``paths`` against other writers, until
         the transaction ends; False if there is no such repository. Writers of the same files
@@ -164,3 +146,33 @@ class ProjectSession:
     async def recount_vectors(self) -> None:
         """Count the project's vectors afresh (after vectors were cleared in bulk)."""
         await self.conn.execute(self.sql(RECOUNT_VECTORS))
+
+
+class OnDemand:
+    """A project session opened on first need (``await on()``) and closed with the block, or
+    the one the caller holds: for reads that the process may answer without one."""
+
+    def __init__(
+        self,
+        session: Callable[[], AbstractAsyncContextManager[ProjectSession]],
+        held: ProjectSession | None = None,
+    ) -> None:
+        self._session = session
+        self._db = held
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __call__(self) -> ProjectSession:
+        if self._db is None:
+            self._db = await self._stack.enter_async_context(self._session())
+        return self._db
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool | None:
+        return await self._stack.__aexit__(kind, error, trace)

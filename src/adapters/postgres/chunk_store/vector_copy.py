@@ -1,4 +1,5 @@
-"""Exact vector search of a small project from a copy of its vectors held in this process.
+"""Exact vector search of a small project from a copy of its vectors held in this process
+(``VectorCopy``, over ``vector_search.VectorSearch``).
 
 Below ``AnnConfig.min_rows`` vectors a project has no ANN index, and every unfiltered search
 scanned all its vectors in Postgres: pgvector's cosine costs about a microsecond per row, so
@@ -7,15 +8,15 @@ per search, on every search. One matrix product here costs a small fraction of t
 
 The copy is of one *generation* of the project (``corpus_stats.generation``, moved on by
 every write of chunk rows or vectors) and schema (``chunk_cache``'s epoch). A search with the
-copy takes the chosen chunks from the chunk cache, reading the rows of the others in one
+copy takes the chosen chunks at hand (``Chunks``), reading the rows of the others in one
 statement that also returns the current generation; when it moved on, the copy is dropped
 and the search is answered by the database's scan, as it is while there is no copy. While
 no write of the project was seen since the copy was read or last found current (its change
 token, ``adapters.postgres.changes``, is unchanged) and every chosen chunk is held, the
-search needs no statement at all. A copy
-is read (in the background, on a pooled connection) once a generation has been searched
-twice, so a one-shot CLI search never pays for it, and only while ``n * dimension`` stays
-within ``copy_floats``.
+search needs no statement at all. A copy is read (in the background, on a pooled connection)
+once a generation has been searched twice by the database's scan, so a one-shot CLI search
+never pays for it, and only while ``n * dimension`` stays within the budget (``max_floats``).
+A filtered search, or one the copy cannot answer, is the plain search's.
 
 Scores are cosine similarities computed in float32 from unit vectors, as the memory store
 computes them (Postgres computes the same cosine with another summation order, so the two
@@ -36,14 +37,13 @@ import numpy as np
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import (
-    CHUNK_ROWS,
-    ChunkCache,
-)
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import CHUNK_ROWS, Chunks
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import CoreError
-from codebase_mcp_search.core.models import ScoredChunk
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 log = logging.getLogger(__name__)
 
@@ -132,21 +132,25 @@ def parse(row: asyncpg.Record) -> Copy | None:
 
 
 class VectorCopy:
-    """A project's copy of its vectors (see the module docstring), and when to read it."""
+    """``VectorSearch`` with a small project's vectors copied into the process (see the module
+    docstring); ``spawn`` runs the copy's read in the background (cancelled when the database
+    closes), ``token`` gives the project's change token."""
 
     def __init__(
         self,
+        inner: VectorSearch,
         session: Callable[[], AbstractAsyncContextManager[ProjectSession]],
         spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
-        max_floats: int,
         token: Callable[[], Awaitable[Token | None]],
+        chunks: Chunks,
+        max_floats: int,
     ) -> None:
-        # ``spawn`` runs the read in the background, cancelled when the database closes;
-        # ``token`` gives the project's change token.
+        self.inner = inner
         self._session = session
         self._spawn = spawn
-        self._max_floats = max_floats
         self._token = token
+        self._chunks = chunks
+        self._max_floats = max_floats
         self.held: Copy | None = None
         # The copy last known current, with the token taken before it was known to be.
         self._trusted: tuple[Copy, Token] | None = None
@@ -154,10 +158,22 @@ class VectorCopy:
         self._reading: asyncio.Task[None] | None = None
 
     async def search(
-        self, query: np.ndarray[Any, Any], limit: int, cache: ChunkCache
+        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+            copied = await self._from_copy(query, limit)
+            if copied is not None:
+                return copied
+        hits, total, scanned = await self.inner.search_scanned(query, filters, limit)
+        if scanned is not None:
+            self._searched(scanned.generation, scanned.n_vectors, query.shape[0])
+        return hits, total
+
+    async def _from_copy(
+        self, query: np.ndarray[Any, Any], limit: int
     ) -> tuple[list[ScoredChunk], int] | None:
         """The top ``limit`` chunks with their cosine similarity, and the number of vectors,
-        from the copy (the chunks from ``cache``, or read); None when there is no copy of the
+        from the copy (the chunks at hand, or read); None when there is no copy of the
         query's dimension, or the project moved on from the copy's generation (the copy is
         dropped)."""
         held = self.held
@@ -165,7 +181,7 @@ class VectorCopy:
             return None
         token = await self._token()
         seqs, scores = held.top(query, limit)
-        chunks = cache.at(held.epoch).held(seqs)
+        chunks = self._chunks.held(seqs, held.epoch)
         trusted = token is not None and self._trusted == (held, token)
         if not trusted or len(chunks) < len(seqs):
             # The project's generation, and the rows of the chosen chunks not held: one
@@ -178,13 +194,13 @@ class VectorCopy:
                     self.held = None
                     self._trusted = None
                 return None
-            chunks.update(cache.add_rows(rows, held.epoch))
+            chunks.update(self._chunks.decoded(rows, held.epoch))
             if token is not None and self.held is held:
                 self._trusted = (held, token)
         hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
         return hits, len(held.seqs)
 
-    def drop(self) -> None:
+    def clear(self) -> None:
         """Forget the copy, and stop a read of one in progress."""
         self.held = None
         self._trusted = None
@@ -193,7 +209,7 @@ class VectorCopy:
             self._reading.cancel()
             self._reading = None
 
-    def searched(self, generation: int, n_vectors: int, dimension: int) -> None:
+    def _searched(self, generation: int, n_vectors: int, dimension: int) -> None:
         """The database's scan answered a search at ``generation``: read a copy in the
         background when this generation was searched before and the copy would fit."""
         if self._seen != generation:

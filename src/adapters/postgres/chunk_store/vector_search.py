@@ -1,13 +1,14 @@
-"""Vector search: the chunks matching a filter counted per ANN segment (remembered in a small
-filter cache), then per segment a walk of its HNSW index or an exact scan, and an exact search
-whenever the ANN search cannot fill the limit (see ``AnnConfig`` for the strategy)."""
+"""Vector search: the chunks matching a filter counted per ANN segment (``filter_matches``),
+then per segment a walk of its HNSW index or an exact scan, and an exact search whenever the
+ANN search cannot fill the limit (see ``AnnConfig`` for the strategy). ``VectorSearch`` runs
+its statements for every search; ``vector_copy.VectorCopy`` answers unfiltered searches of a
+small project from its vectors copied into the process, this search underneath."""
 
 from __future__ import annotations
 
-import array
-import collections
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,7 +16,10 @@ import asyncpg
 import numpy as np
 
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
-from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.filter_matches import (
+    MatchCounter,
+    Matches,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import (
     NO_FILTERS,
     SqlFilter,
@@ -23,13 +27,9 @@ from codebase_mcp_search.adapters.postgres.chunk_store.filters import (
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
-from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.sql import Sql, Statement, part, union_all
 from codebase_mcp_search.core.model_rule import HeldVectors, check_one_model
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
-
-# Filters whose matches a store remembers (see VectorSearch.matches).
-MATCHES_CACHED = 32
 
 # Everything a search's plan depends on, in one round trip.
 PLAN_INPUTS = Statement(
@@ -88,21 +88,6 @@ EXACT_UNFILTERED = Statement(
         limit="$3",
     ),
 )
-# The chunks with vectors passing {filter} counted per ANN bucket of seq ($1: the buckets'
-# lower bounds), with the seqs of the buckets of at most ${small} of them.
-_MATCHES = """
-    WITH m AS MATERIALIZED (
-        SELECT width_bucket(c.seq, $1::int8[]) AS b, c.seq
-        FROM {s}.chunks c WHERE {vectors}{filter}
-    ), n AS (SELECT b, count(*) AS n FROM m GROUP BY b)
-    SELECT n.b, n.n,
-           CASE WHEN n.n <= ${small} THEN ARRAY(SELECT m.seq FROM m WHERE m.b = n.b) END
-               AS seqs
-    FROM n
-"""
-# Every chunk has a vector: no condition on it.
-MATCHES = Statement(_MATCHES, vectors="")
-MATCHES_WITH_VECTORS = Statement(_MATCHES, vectors="c.embedding IS NOT NULL AND ")
 # The widest HNSW candidate list of the search's segment walks ($1), for its transaction.
 EF_SEARCH: Final = "SELECT set_config('hnsw.ef_search', $1, true)"
 # One branch of an ANN search: the {limit} chunks nearest $1 among those passing {where},
@@ -135,53 +120,51 @@ ANN_TOP = Statement(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Matches:
-    """Chunks passing a search filter, per ANN bucket: counts, and seqs of the small ones."""
+Session = Callable[[], AbstractAsyncContextManager[ProjectSession]]
 
-    counts: dict[int, int]
-    seqs: dict[int, array.array[int]]  # 8 bytes a match, at most exact_rows a bucket
+
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    """What an unfiltered exact search of every vector saw: the project's generation and
+    number of vectors."""
+
+    generation: int
+    n_vectors: int
 
 
 class VectorSearch:
-    """Vector search of one project's chunks, with its cache of filter matches and, for a
-    small project, the copy of its vectors that answers unfiltered searches."""
+    """Vector search of one project's chunks (filter matches counted by ``matches``)."""
 
-    def __init__(self, ann: AnnConfig, copy: VectorCopy | None, cache: ChunkCache) -> None:
+    def __init__(self, session: Session, ann: AnnConfig, matches: MatchCounter) -> None:
+        self._session = session
         self._ann = ann
-        self.copy = copy
-        self.chunks = cache
-        self.cache: collections.OrderedDict[tuple[Any, ...], Matches] = collections.OrderedDict()
+        self.matches = matches
         # Whether the project was last seen searched exactly (no segments over many vectors):
         # only then is the one-statement search tried first (a large project keeps its
         # segments, and would pay the attempt's round trip on every search).
         self.exact_seen = True
 
-    def drop_copy(self) -> None:
-        """Forget the copy of the vectors (the next searches read another)."""
-        if self.copy is not None:
-            self.copy.drop()
-
-    async def copied(
-        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int] | None:
-        """What ``search`` gives, from the copy of the vectors (on a connection of its own,
-        if it needs one); None when the copy cannot answer (see ``VectorCopy``)."""
-        if self.copy is None or filters != NO_FILTERS or not float(np.linalg.norm(query)) > 0:
-            return None
-        return await self.copy.search(query, limit, self.chunks)
-
     async def search(
-        self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         """The top ``limit`` chunks with their cosine similarity, and the number of chunks with
         vectors passing ``filters``, in one snapshot."""
-        if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
-            found = await self._exact_unfiltered(db, query, limit)
-            if found is not None:
-                return _scored(found[0]), found[1]
-        rows, total = await self._search(db, query, filters, limit)
-        return _scored(rows), total
+        hits, total, _ = await self.search_scanned(query, filters, limit)
+        return hits, total
+
+    async def search_scanned(
+        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int, Scanned | None]:
+        """``search``, and what it saw if it was an unfiltered exact search of every vector
+        (in one statement)."""
+        async with self._session() as db:
+            if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+                found = await self._exact_unfiltered(db, query, limit)
+                if found is not None:
+                    rows, scanned = found
+                    return _scored(rows), scanned.n_vectors, scanned
+            rows, total = await self._search(db, query, filters, limit)
+            return _scored(rows), total, None
 
     async def _search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
@@ -204,7 +187,7 @@ class VectorSearch:
                 total = all_vectors
             else:
                 await conn.execute(CUSTOM_PLANS)
-                matches = await self.matches(db, flt, stats, segments)
+                matches = await self.matches.count(db, flt, stats, segments)
                 total = sum(matches.counts.values())
             if total == 0:
                 return [], 0
@@ -221,7 +204,7 @@ class VectorSearch:
 
     async def _exact_unfiltered(
         self, db: ProjectSession, query: np.ndarray[Any, Any], limit: int
-    ) -> tuple[list[asyncpg.Record], int] | None:
+    ) -> tuple[list[asyncpg.Record], Scanned] | None:
         """An unfiltered search answered by an exact scan in one statement (one snapshot):
         the plan's inputs and the top rows together, where ``search`` spends a transaction and
         four round trips. None when the plan is another: no vectors of the query's dimension
@@ -239,51 +222,8 @@ class VectorSearch:
         exact = first["segments"] == 0 or first["n_vectors"] <= self._ann.exact_rows
         if first["dimension"] != str(query.shape[0]) or not exact:
             return None
-        if self.copy is not None:
-            self.copy.searched(int(first["generation"]), int(first["n_vectors"]), query.shape[0])
-        return [r for r in rows if r["id"] is not None], int(first["n_vectors"])
-
-    async def matches(
-        self,
-        db: ProjectSession,
-        flt: SqlFilter,
-        stats: asyncpg.Record,
-        segments: Sequence[tuple[int, int]],
-    ) -> Matches:
-        """The chunks with vectors that pass ``flt``, counted per segment (bucket i + 1 is
-        segment i, the last bucket the unindexed tail), with the seqs of buckets of at most
-        ``exact_rows`` matches (an exact scan then reads just those rows by key, not every row
-        of the segment's range), from one pass over the covering path index.
-
-        Remembered per (filter, segments, generation): a generation is moved on by every write
-        of chunk rows, so what one snapshot counted holds for every snapshot of the same
-        generation, and repeated searches of a directory skip the pass, as a search engine's
-        filter cache does.
-        """
-        key = (flt.sql, tuple(flt.params), tuple(segments), int(stats["generation"]))
-        cache = self.cache
-        found = cache.get(key)
-        if found is not None:
-            cache.move_to_end(key)
-            return found
-        statement = MATCHES if stats["n_vectors"] == stats["n_docs"] else MATCHES_WITH_VECTORS
-        bounds = [int(lo) + 1 for lo, _ in segments]
-        bounds.append(int(segments[-1][1]) + 1 if segments else 1)
-        small = len(flt.params) + 2
-        rows = await db.conn.fetch(
-            db.sql(statement, filter=flt.sql, small=small),
-            bounds,
-            *flt.params,
-            self._ann.exact_rows,
-        )
-        found = Matches(
-            counts={int(r["b"]): int(r["n"]) for r in rows},
-            seqs={int(r["b"]): array.array("q", r["seqs"]) for r in rows if r["seqs"] is not None},
-        )
-        cache[key] = found
-        while len(cache) > MATCHES_CACHED:
-            cache.popitem(last=False)
-        return found
+        scanned = Scanned(int(first["generation"]), int(first["n_vectors"]))
+        return [r for r in rows if r["id"] is not None], scanned
 
     async def _ann_search(
         self,
