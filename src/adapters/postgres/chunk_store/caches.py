@@ -2,9 +2,9 @@
 
 Each cache is a wrapper with the interface of the component it spares statements of; the
 store layers it on top when its budget is not 0, and uses the plain component alone when it
-is (``PgCaches.off()``: every one). Nothing kept answers once a write of the project has been
-seen: see each module for how it knows (the change token of ``adapters.postgres.changes``, or
-the project's generation read with the search).
+is (``PgCaches.off()``: every one). What a cache keeps answers only while it is known to be
+current; each module says how it knows (chunk rows that never change, the change token of
+``adapters.postgres.changes``, the project's generation read with the search).
 
 - ``chunk_cache.ChunkCache`` over ``chunk_reader.ChunkReader``: chunks by seq, and their
   context lines once read for a hit (``chunk_chars``, characters);
