@@ -86,19 +86,6 @@ SEARCH_MAX_CANDIDATES: Final = 200
 
 ANN_M: Final = 10
 ANN_EF_CONSTRUCTION: Final = 40
-ANN_EF_SEARCH_MIN: Final = 64
-ANN_EF_SEARCH_MAX: Final = 400
-ANN_EXACT_SEGMENT_ROWS: Final = 2_000
-ANN_MIN_ROWS: Final = 10_000
-ANN_SEGMENT_ROWS: Final = 16_384
-ANN_TAIL_ROWS: Final = 2_000
-ANN_MAX_SEGMENTS: Final = 8
-ANN_EXACT_ROWS: Final = 8_000
-# A project's vectors copied into a server process for exact search: up to 48 MB of float32
-# (10,000 vectors of 1,024 dimensions, or every vector of a 31,000-chunk project at 384).
-ANN_COPY_FLOATS: Final = 12_000_000
-ANN_BUILD_MEMORY_MB: Final = 512
-ANN_FINAL_BUILD_WORKERS: Final = 1
 
 # --- Postgres connections (adapters.postgres.PgDatabase) ----------------------------------
 

@@ -28,14 +28,10 @@ async def _store(container: Any, settings: Settings) -> dict[str, Any]:
     database = await container.database()
     report: dict[str, Any] = {"kind": "postgres", "location": database.url}
     try:
-        async with database.connection() as conn:
-            report["server"] = await conn.fetchval("SHOW server_version")
-            report["pgvector"] = await conn.fetchval(
-                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-            )
+        info = await database.server_info()
     except CoreError as e:
         return {**report, "reachable": False, "error": str(e)}
-    return {**report, "reachable": True}
+    return {**report, "server": info.server, "pgvector": info.pgvector, "reachable": True}
 
 
 async def _embedder(container: Any, settings: Settings) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Adapter factories for the contract suites: each test gets a fresh adapter.
 
 Every contract test runs against each factory: the in-memory reference adapters and the
-Postgres ones (a fresh project schema per test on the session's test server); the hashing
+Postgres ones (a fresh project schema per test on the session's test server; the chunk store
+also with every in-process cache off, ``postgres-nocache``); the hashing
 embedder, the HTTP embedders against real servers on 127.0.0.1 (``tests.embedding_servers``),
 the default ONNX model, and the local model when the ``local`` extra is installed (one instance
 each for the session: a model takes seconds to load or derive).
@@ -26,7 +27,13 @@ from codebase_mcp_search.adapters.memory import (
 from codebase_mcp_search.adapters.ollama import OllamaEmbedder
 from codebase_mcp_search.adapters.onnx import OnnxEmbedder
 from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
-from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, PgJobQueue, PgTaskRepo
+from codebase_mcp_search.adapters.postgres import (
+    PgCaches,
+    PgChunkStore,
+    PgDatabase,
+    PgJobQueue,
+    PgTaskRepo,
+)
 from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SCHEMA
 from codebase_mcp_search.core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
 from tests.conftest import new_project_id
@@ -62,6 +69,13 @@ async def _pg_database(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Pg
 async def _pg_store(request: pytest.FixtureRequest) -> AsyncIterator[PgChunkStore]:
     async with _pg_database(request) as (db, project):
         yield PgChunkStore(db, project)
+
+
+@asynccontextmanager
+async def _pg_store_uncached(request: pytest.FixtureRequest) -> AsyncIterator[PgChunkStore]:
+    """The store with no cache layered on its components: every answer from the database."""
+    async with _pg_database(request) as (db, project):
+        yield PgChunkStore(db, project, caches=PgCaches.off())
 
 
 @asynccontextmanager
@@ -143,7 +157,11 @@ async def _onnx(request: pytest.FixtureRequest) -> AsyncIterator[OnnxEmbedder]:
     yield embedder
 
 
-CHUNK_STORES: dict[str, Factory] = {"memory": _memory_store, "postgres": _pg_store}
+CHUNK_STORES: dict[str, Factory] = {
+    "memory": _memory_store,
+    "postgres": _pg_store,
+    "postgres-nocache": _pg_store_uncached,
+}
 TASK_REPOS: dict[str, Factory] = {"memory": _memory_tasks, "postgres": _pg_tasks}
 JOB_QUEUES: dict[str, Factory] = {"memory": _memory_jobs, "postgres": _pg_jobs}
 EMBEDDERS: dict[str, Factory] = {

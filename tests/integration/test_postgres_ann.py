@@ -14,6 +14,9 @@ import pytest
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres.chunk_store.match_cache import KeptMatches
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
 from codebase_mcp_search.core.errors import ModelMismatch
 from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from codebase_mcp_search.core.ports import ChunkStore
@@ -21,6 +24,13 @@ from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, indexing_service
 
 SMALL_ANN = AnnConfig(min_rows=100, segment_rows=150, tail_rows=40, exact_rows=30, max_segments=2)
+
+
+def vector_search(store: PgChunkStore) -> VectorSearch:
+    """The store's plain vector search, under the copy of its vectors."""
+    vectors = store._vectors
+    assert isinstance(vectors, VectorCopy)
+    return vectors.inner
 
 
 def _corpus(n_files: int) -> dict[str, list[str]]:
@@ -153,7 +163,9 @@ async def test_filtered_matches_are_remembered_until_the_chunks_change(
     again, total_again = await store.vector_search(query, flt, 10)
     assert [h.chunk.id for h in again] == [h.chunk.id for h in first]
     assert total_again == total == 85
-    assert len(store._vectors.cache) == 1  # the second search reused the first one's pass
+    kept = vector_search(store).matches
+    assert isinstance(kept, KeptMatches)
+    assert len(kept) == 1  # the second search reused the first one's pass
     # Replace one file of the directory with as many chunks: new rows past the last segment,
     # and the same counts. A cache keyed on the counts alone would skip them.
     words = ["alpha", "bravo", "charlie", "delta", "echo"]
@@ -209,13 +221,14 @@ async def test_the_one_statement_exact_search_agrees_with_the_planned_one(
     emb = await _load(store, 20)  # 100 chunks, no segments yet
     ws = await store.workspace()
     answered: list[object] = []
-    one_statement = store._vectors._exact_unfiltered
+    plain = vector_search(store)
+    one_statement = plain._exact_unfiltered
 
     async def spy(*args: Any) -> Any:
         answered.append(await one_statement(*args))
         return answered[-1]
 
-    store._vectors._exact_unfiltered = spy  # type: ignore[method-assign]
+    plain._exact_unfiltered = spy  # type: ignore[method-assign]
     for text in ("return x", "item 3 4", "def f7_2"):
         vector = await emb.embed_query(text)
         one, n1 = await store.vector_search(vector, NO_FILTER, 10)

@@ -16,6 +16,7 @@ import pytest
 
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, changes
 from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.schema import CHANGES_CHANNEL
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, listening, statements, until
@@ -91,8 +92,8 @@ async def test_a_write_by_another_process_voids_the_copy_of_the_vectors(
     query = np.random.default_rng(3).normal(size=DIM).tolist()
     for _ in range(2):
         await store.vector_search(query, NO_FILTER, 5)
-    copy = store._vectors.copy
-    assert copy is not None
+    copy = store._vectors
+    assert isinstance(copy, VectorCopy)
     await until(lambda: copy.held is not None, "a copy read")
     await store.vector_search(query, NO_FILTER, 5)  # checked once against the database
     seen = statements(db, monkeypatch)

@@ -13,7 +13,7 @@ from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
-from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import blocks_sql
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import blocks
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import IndexRequest, SearchFilters
@@ -53,7 +53,7 @@ async def test_lexical_plan_sees_one_corpus_stats_row_before_any_analyze(
     ws = await store.workspace()
     keys = [term_key(t) for t in lexical.query_terms("parse task status")]
     flt = SqlFilter(SearchFilters(directory="services"), 2)
-    sql = blocks_sql(ws.quoted, flt)
+    sql = blocks(ws.schema, flt)
     async with db.connection() as conn:
         never = await conn.fetchval(
             "SELECT reltuples < 0 FROM pg_class WHERE oid = $1::regclass",

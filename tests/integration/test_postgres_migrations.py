@@ -48,7 +48,7 @@ async def test_upgrade_from_version_1_backfills_repository_counts(
         async with old.connection() as conn:
             await conn.execute(GLOBAL_SQL)
             await conn.execute(f"CREATE SCHEMA {quoted}")
-            await conn.execute(MIGRATIONS[0][1].format(s=quoted))
+            await conn.execute(MIGRATIONS[0][1].at(ws_name))
             await conn.execute(f"INSERT INTO {quoted}.schema_migrations (version) VALUES (1)")
             await conn.execute(
                 "INSERT INTO codebase_mcp.projects (id, schema_name, schema_version) "
@@ -126,8 +126,8 @@ async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
         q = f'"{ws_name}"'
         async with db.connection() as conn:
             await conn.execute(f"CREATE SCHEMA {q}")
-            for version, sql in MIGRATIONS[:6]:
-                await conn.execute(sql.format(s=q))
+            for version, statement in MIGRATIONS[:6]:
+                await conn.execute(statement.at(ws_name))
                 await conn.execute(
                     f"INSERT INTO {q}.schema_migrations (version) VALUES ($1)", version
                 )

@@ -12,6 +12,7 @@ import pytest
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import HeldPostings
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import IndexRequest, ScoredChunk
 from tests.factories import file_batch, repo
@@ -32,6 +33,12 @@ pytestmark = pytest.mark.usefixtures("no_trust_window")
 def _blocks(seen: list[str]) -> list[str]:
     """The reads of postings blocks among ``seen`` (not those of chunk rows)."""
     return [s for s in seen if s.startswith("WITH st AS")]
+
+
+def held_postings(store: PgChunkStore) -> HeldPostings:
+    lexical = store._lexical
+    assert isinstance(lexical, HeldPostings)
+    return lexical
 
 
 def _top(hits: list[ScoredChunk]) -> list[tuple[str, int, float]]:
@@ -57,7 +64,7 @@ async def test_held_postings_rank_as_the_reference_does(
             assert ta == tb > 0
             assert [x[:2] for x in _top(a)] == [x[:2] for x in _top(b)]
             assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
-    assert pg._postings.state is not None
+    assert held_postings(pg).state is not None
     seen = statements(db, monkeypatch)
     for q in QUERIES:
         await pg.lexical_search(lexical.query_terms(q), NO_FILTER, 10)
@@ -110,14 +117,14 @@ async def test_a_new_token_keeps_the_terms_of_an_unchanged_generation(
     )
     await listening(store)
     await store.lexical_search(["gamma", "delta"], NO_FILTER, 10)
-    held = store._postings.state
+    held = held_postings(store).state
     assert held is not None
     ws = await store.workspace()
     db.changes.bump(ws.schema)  # a token moved on (as the trust window does) with no write
     seen = statements(db, monkeypatch)
     await store.lexical_search(["gamma"], NO_FILTER, 10)
     assert len(_blocks(seen)) == 1  # read once, found the same generation
-    state = store._postings.state
+    state = held_postings(store).state
     assert state is not None and state.generation == held.generation
     assert state.token != held.token
     seen.clear()
@@ -147,7 +154,7 @@ async def test_terms_of_two_generations_are_never_summed(
     assert total == 2 and hits[0].chunk.file_path == "b.py"
     # As a search of the database alone ranks (the other store's first: no token yet).
     want, want_total = await theirs.lexical_search(["alpha", "beta"], NO_FILTER, 10)
-    assert theirs._postings.state is None
+    assert held_postings(theirs).state is None
     assert _top(hits) == _top(want) and total == want_total
 
 
@@ -165,4 +172,4 @@ async def test_without_a_token_nothing_is_held(
     for _ in range(2):
         _hits, total = await store.lexical_search(["alpha"], NO_FILTER, 10)
         assert total == 1
-    assert store._postings.state is None
+    assert held_postings(store).state is None

@@ -5,15 +5,14 @@ scan answers) as soon as a write moves the project on."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
 
-from codebase_mcp_search.adapters.postgres import AnnConfig, PgChunkStore, PgDatabase
+from codebase_mcp_search.adapters.postgres import PgCaches, PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
-from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import Copy
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import Copy, VectorCopy
 from codebase_mcp_search.core.models import ScoredChunk
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER
@@ -34,15 +33,23 @@ async def _load(store: PgChunkStore, n_files: int, seed: int = 7) -> None:
     await store.replace_files("r1", batches)
 
 
-def _copy_of(store: PgChunkStore) -> Any:
-    return store._vectors.copy
+def _copy_of(store: PgChunkStore) -> VectorCopy:
+    copy = store._vectors
+    assert isinstance(copy, VectorCopy)
+    return copy
+
+
+def chunks_of(store: PgChunkStore) -> ChunkCache:
+    chunks = store._chunks
+    assert isinstance(chunks, ChunkCache)
+    return chunks
 
 
 async def _copied(store: PgChunkStore) -> Copy:
     for _ in range(200):
         held = _copy_of(store).held
         if held is not None:
-            return held  # type: ignore[no-any-return]
+            return held
         await asyncio.sleep(0.05)
     raise AssertionError("no copy was read")
 
@@ -53,7 +60,7 @@ def _scan_refused(store: PgChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refused(*_: Any) -> None:
         raise AssertionError("the database's scan answered")
 
-    monkeypatch.setattr(store._vectors, "_exact_unfiltered", refused)
+    monkeypatch.setattr(_copy_of(store).inner, "_exact_unfiltered", refused)
 
 
 def _ranked(hits: list[ScoredChunk]) -> list[str]:
@@ -67,11 +74,9 @@ async def test_copy_answers_as_the_scan_does(
     await _load(store, 50)  # 200 chunks
     rng = np.random.default_rng(1)
     queries = [rng.normal(size=DIM).tolist() for _ in range(8)]
-    copy = store._vectors.copy
-    assert copy is not None
-    store._vectors.copy = None  # the database's scan alone
-    scanned = [await store.vector_search(q, NO_FILTER, 20) for q in queries]
-    store._vectors.copy = copy
+    scan = PgChunkStore(db, project, caches=PgCaches(vector_floats=0))  # the database's alone
+    scanned = [await scan.vector_search(q, NO_FILTER, 20) for q in queries]
+    copy = _copy_of(store)
     _, total = await store.vector_search(queries[0], NO_FILTER, 20)
     await asyncio.sleep(0.2)
     assert total == 200 and copy.held is None  # one search reads no copy
@@ -87,19 +92,19 @@ async def test_copy_answers_as_the_scan_does(
         assert [h.chunk for h in got] == [h.chunk for h in want]
     # The chunks chosen again are taken from the store's chunk cache: no row is read.
     read: list[Any] = []
-    add_rows = ChunkCache.add_rows
+    decoded = ChunkCache.decoded
 
     def recorded(cache: ChunkCache, rows: Any, epoch: int) -> Any:
         rows = list(rows)
         read.extend(r for r in rows if r["seq"] is not None)  # chunk rows, not the state row
-        return add_rows(cache, rows, epoch)
+        return decoded(cache, rows, epoch)
 
-    monkeypatch.setattr(ChunkCache, "add_rows", recorded)
+    monkeypatch.setattr(ChunkCache, "decoded", recorded)
     again, _ = await store.vector_search(queries[-1], NO_FILTER, 20)
     assert _ranked(again) == _ranked(scanned[-1][0]) and read == []
     # Their context lines, once read, are kept with them: the same as read for equal chunks.
     first_read = await store.hit_contexts([h.chunk for h in again])
-    assert all(store._chunks.context(h.chunk) is not None for h in again)
+    assert all(chunks_of(store).context(h.chunk) is not None for h in again)
     kept = await store.hit_contexts([h.chunk for h in again])
     read_again = await store.hit_contexts([h.chunk.model_copy() for h in again])
     assert kept == first_read == read_again and len(kept) == 20
@@ -138,8 +143,7 @@ async def test_a_write_drops_the_copy_and_the_next_generation_is_read(
 
 
 async def test_no_copy_past_its_budget_or_with_filters(db: PgDatabase, project: str) -> None:
-    small = dataclasses.replace(AnnConfig(), copy_floats=100 * DIM)
-    store = PgChunkStore(db, project, ann=small)
+    store = PgChunkStore(db, project, caches=PgCaches(vector_floats=100 * DIM))
     await _load(store, 30)  # 120 vectors: over 100
     query = np.random.default_rng(5).normal(size=DIM).tolist()
     for _ in range(4):
@@ -156,6 +160,6 @@ async def test_no_copy_past_its_budget_or_with_filters(db: PgDatabase, project: 
     assert total == 120 and len(hits) == 5
     # Dropped on request: the next searches read from the database again.
     roomy.drop_caches()
-    assert _copy_of(roomy).held is None and len(roomy._chunks) == 0
+    assert _copy_of(roomy).held is None and len(chunks_of(roomy)) == 0
     hits, total = await roomy.vector_search(query, NO_FILTER, 5)
     assert total == 120 and len(hits) == 5

@@ -33,7 +33,7 @@ blocks_strategy = st.lists(
 
 
 def _row(blocks: list[tuple[int, list[int]]], seed: int) -> dict[str, Any]:
-    """A ``blocks_sql`` row (no filters) for ``blocks``, chunks deduplicated per term."""
+    """A ``BLOCKS`` row (no filters) for ``blocks``, chunks deduplicated per term."""
     rng = np.random.default_rng(seed)
     seen: dict[int, set[int]] = {}
     kept: list[tuple[int, list[int]]] = []

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from codebase_mcp_search.core import defaults
+
+# The layout's tuning, private to this adapter (what a user sets, the HNSW build parameters
+# m and ef_construction, is in ``core.defaults`` with the other settings).
+ANN_EF_SEARCH_MIN: Final = 64
+ANN_EF_SEARCH_MAX: Final = 400
+ANN_EXACT_SEGMENT_ROWS: Final = 2_000
+ANN_MIN_ROWS: Final = 10_000
+ANN_SEGMENT_ROWS: Final = 16_384
+ANN_TAIL_ROWS: Final = 2_000
+ANN_MAX_SEGMENTS: Final = 8
+ANN_EXACT_ROWS: Final = 8_000
+ANN_BUILD_MEMORY_MB: Final = 512
+ANN_FINAL_BUILD_WORKERS: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,22 +41,20 @@ class AnnConfig:
     than ``limit`` hits while more match is redone exactly, so filters never cost completeness.
 
     An unfiltered search of a project searched exactly is answered from a copy of its vectors
-    in the process while they hold at most ``copy_floats`` values
-    (``adapters.postgres.chunk_store.vector_copy``).
+    in the process, within its budget (``PgCaches.vector_floats``; ``chunk_store.vector_copy``).
 
-    Defaults: ``core.defaults`` (``ANN_*``).
+    Defaults: ``ANN_*`` above; ``m`` and ``ef_construction`` from ``core.defaults``.
     """
 
     m: int = defaults.ANN_M
     ef_construction: int = defaults.ANN_EF_CONSTRUCTION
-    ef_search_min: int = defaults.ANN_EF_SEARCH_MIN
-    ef_search_max: int = defaults.ANN_EF_SEARCH_MAX
-    exact_segment_rows: int = defaults.ANN_EXACT_SEGMENT_ROWS
-    min_rows: int = defaults.ANN_MIN_ROWS
-    segment_rows: int = defaults.ANN_SEGMENT_ROWS
-    tail_rows: int = defaults.ANN_TAIL_ROWS
-    max_segments: int = defaults.ANN_MAX_SEGMENTS
-    exact_rows: int = defaults.ANN_EXACT_ROWS
-    copy_floats: int = defaults.ANN_COPY_FLOATS
-    build_memory_mb: int = defaults.ANN_BUILD_MEMORY_MB
-    final_build_workers: int = defaults.ANN_FINAL_BUILD_WORKERS
+    ef_search_min: int = ANN_EF_SEARCH_MIN
+    ef_search_max: int = ANN_EF_SEARCH_MAX
+    exact_segment_rows: int = ANN_EXACT_SEGMENT_ROWS
+    min_rows: int = ANN_MIN_ROWS
+    segment_rows: int = ANN_SEGMENT_ROWS
+    tail_rows: int = ANN_TAIL_ROWS
+    max_segments: int = ANN_MAX_SEGMENTS
+    exact_rows: int = ANN_EXACT_ROWS
+    build_memory_mb: int = ANN_BUILD_MEMORY_MB
+    final_build_workers: int = ANN_FINAL_BUILD_WORKERS

@@ -46,8 +46,8 @@ TRUST_S = 2.0
 RETRY_S = 1.0
 # What leaves the feed not listening, for now (a search goes on without it).
 _NOT_LISTENING: tuple[type[BaseException], ...] = (CoreError, *DRIVER_ERRORS)
-# Seconds ``close`` waits for a connection being opened.
-_START_WAIT_S = 2.0
+# Seconds ``close`` waits for the listening connection, to finish opening and to close.
+_CLOSE_WAIT_S = 2.0
 _CLOSE_FAILED: tuple[type[BaseException], ...] = (TimeoutError, *DRIVER_ERRORS)
 
 Token = tuple[int, int, int]
@@ -132,11 +132,11 @@ class ChangeFeed:
             # A connection being opened is let finish (it is then closed), unless it hangs:
             # cancelled in the middle, the driver may leave its socket behind.
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(starting, timeout=_START_WAIT_S)
+                await asyncio.wait_for(starting, timeout=_CLOSE_WAIT_S)
         conn, self._conn = self._conn, None
         self._incarnation += 1
         if conn is not None:
             try:
-                await asyncio.wait_for(conn.close(), timeout=2.0)
+                await asyncio.wait_for(conn.close(), timeout=_CLOSE_WAIT_S)
             except _CLOSE_FAILED:
                 conn.terminate()

@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from codebase_mcp_search.adapters.postgres import workspaces
 from codebase_mcp_search.adapters.postgres._errors import (
     DRIVER_ERRORS,
     LOST_CONNECTION,
@@ -24,22 +25,30 @@ from codebase_mcp_search.adapters.postgres._errors import (
 )
 from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
 from codebase_mcp_search.adapters.postgres.embedded import start_embedded
-from codebase_mcp_search.adapters.postgres.schema import (
-    CHANGES_CHANNEL,
-    GLOBAL_SCHEMA,
-    GLOBAL_SQL,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    quote_ident,
-    schema_name,
+from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SQL, schema_name
+from codebase_mcp_search.adapters.postgres.workspaces import (
+    LOCK_MIGRATIONS,
+    MIGRATION_LOCK,
+    Workspace,
 )
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import CoreError, StoreUnavailable
 
 log = logging.getLogger("codebase_mcp")
 
-# pg_advisory_xact_lock key guarding CREATE EXTENSION / schema creation / migrations.
-_MIGRATION_LOCK = 0x636F_6465_6261_7365  # "codebase"
+# Seconds a health probe (``ping``) waits for the server, by default.
+PROBE_TIMEOUT_S: Final = 2.0
+PING: Final = "SELECT 1"
+SERVER_INFO: Final = """
+    SELECT current_setting('server_version') AS server,
+           (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector
+"""
+
+
+# Session advisory locks (``lock_key``), held until unlocked or the session is reset.
+TRY_LOCK: Final = "SELECT pg_try_advisory_lock($1)"
+LOCK: Final = "SELECT pg_advisory_lock($1)"
+UNLOCK: Final = "SELECT pg_advisory_unlock($1)"
 
 
 def lock_key(*parts: str) -> int:
@@ -49,15 +58,12 @@ def lock_key(*parts: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Workspace:
-    """A project's schema: the id, the schema name and its quoted form for SQL templates."""
+class ServerInfo:
+    """The server's version, and the version of its pgvector extension (None: not installed
+    in the database)."""
 
-    project_id: str
-    schema: str
-
-    @property
-    def quoted(self) -> str:
-        return quote_ident(self.schema)
+    server: str
+    pgvector: str | None
 
 
 class PgDatabase:
@@ -148,7 +154,7 @@ class PgDatabase:
         conn = await asyncpg.connect(url, timeout=self._connect_timeout)
         try:
             async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                await conn.execute(LOCK_MIGRATIONS, MIGRATION_LOCK)
                 try:
                     await conn.execute(GLOBAL_SQL)
                 except (asyncpg.UndefinedFileError, asyncpg.FeatureNotSupportedError) as e:
@@ -274,45 +280,21 @@ class PgDatabase:
         return self._workspaces[project_id]
 
     async def _migrate(self, project_id: str, name: str) -> None:
-        quoted = quote_ident(name)
-        async with self.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-            await conn.execute(
-                f"INSERT INTO {GLOBAL_SCHEMA}.projects (id, schema_name) VALUES ($1, $2) "
-                "ON CONFLICT (id) DO NOTHING",
-                project_id,
-                name,
-            )
-            version: int = await conn.fetchval(
-                f"SELECT schema_version FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id
-            )
-            if version < SCHEMA_VERSION:
-                # A step may rewrite a large table (postings into blocks): no statement
-                # timeout, and room to sort and build indexes, for this transaction only.
-                await conn.execute("SET LOCAL statement_timeout = 0")
-                await conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            for step, sql in MIGRATIONS:
-                if step <= version:
-                    continue
-                await conn.execute(sql.format(s=quoted))
-                await conn.execute(
-                    f"INSERT INTO {quoted}.schema_migrations (version) VALUES ($1)", step
-                )
-                await conn.execute(
-                    f"UPDATE {GLOBAL_SCHEMA}.projects SET schema_version = $2 WHERE id = $1",
-                    project_id,
-                    step,
-                )
+        async with self.connection() as conn:
+            await workspaces.migrate(conn, project_id, name)
 
     async def projects(self) -> list[tuple[str, str]]:
         """Every known project as (id, schema name), by id."""
         async with self.connection() as conn:
-            rows = await conn.fetch(
-                f"SELECT id, schema_name FROM {GLOBAL_SCHEMA}.projects ORDER BY id"
-            )
-        return [(r["id"], r["schema_name"]) for r in rows]
+            return await workspaces.projects(conn)
 
-    async def ping(self, timeout_s: float = 2.0) -> None:
+    async def server_info(self) -> ServerInfo:
+        """The server's version and its pgvector's (one round trip on a pooled connection)."""
+        async with self.connection() as conn:
+            row = await conn.fetchrow(SERVER_INFO)
+        return ServerInfo(server=row["server"], pgvector=row["pgvector"])
+
+    async def ping(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         """One round trip to the server on a connection of its own (a busy pool must not make
         a health probe wait); ``StoreUnavailable`` when it does not answer. It starts the
         embedded server again if it died, and drops a pool whose server went away."""
@@ -320,7 +302,7 @@ class PgDatabase:
             url = await self._server_url()
             conn = await asyncpg.connect(url, timeout=timeout_s)
             try:
-                await conn.fetchval("SELECT 1", timeout=timeout_s)
+                await conn.fetchval(PING, timeout=timeout_s)
             finally:
                 await conn.close(timeout=timeout_s)
         except CoreError:
@@ -332,27 +314,15 @@ class PgDatabase:
     async def workspace_sizes(self) -> dict[str, int]:
         """Bytes on disk of each project's schema (tables with their indexes and TOAST)."""
         async with self.connection() as conn:
-            rows = await conn.fetch(
-                f"""SELECT p.id, coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS size
-                    FROM {GLOBAL_SCHEMA}.projects p
-                    LEFT JOIN pg_namespace n ON n.nspname = p.schema_name
-                    LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'r'
-                    GROUP BY p.id"""
-            )
-        return {r["id"]: r["size"] for r in rows}
+            return await workspaces.sizes(conn)
 
     async def drop_workspace(self, project_id: str) -> None:
         """Remove a project's schema and everything in it."""
         name = schema_name(project_id)
         await self._cancel_background(project_id)
         try:
-            async with self.connection() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-                await conn.execute(
-                    f"DELETE FROM {GLOBAL_SCHEMA}.projects WHERE id = $1", project_id
-                )
-                await conn.execute("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, name)
+            async with self.connection() as conn:
+                await workspaces.drop(conn, project_id, name)
         finally:
             # Also when the commit's outcome is unknown: what was kept may be gone.
             self.changes.bump(name)

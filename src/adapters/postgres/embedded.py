@@ -10,10 +10,11 @@ import subprocess
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import StoreUnavailable
 
 
@@ -29,6 +30,14 @@ def _import_pgserver() -> Any:
 
 _DEFAULT_MB = 128  # initdb's shared_buffers
 _STARTING = threading.Lock()
+
+SHARED_BUFFERS: Final = """
+    SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576 AS mb,
+           coalesce(sourcefile, '') AS file
+    FROM pg_settings WHERE name = 'shared_buffers'
+"""
+# ALTER SYSTEM takes no parameter: the size (an int) is put in the text.
+SET_SHARED_BUFFERS = Statement("ALTER SYSTEM SET shared_buffers = '{mb}MB'")
 
 
 def shared_buffers_mb() -> int:
@@ -66,15 +75,12 @@ def _configure(uri: str) -> bool:
     async def run() -> bool:
         conn = await asyncpg.connect(uri)
         try:
-            row = await conn.fetchrow(
-                "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576 AS mb, "
-                "coalesce(sourcefile, '') AS file FROM pg_settings WHERE name = 'shared_buffers'"
-            )
+            row = await conn.fetchrow(SHARED_BUFFERS)
             want = shared_buffers_mb()
             default = row["mb"] == _DEFAULT_MB and row["file"].endswith("/postgresql.conf")
             if not default or want == _DEFAULT_MB:
                 return False
-            await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(want)}MB'")
+            await conn.execute(SET_SHARED_BUFFERS.at(mb=int(want)))
             return True
         finally:
             await conn.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.models import check_project_id
 
 GLOBAL_SCHEMA = "codebase_mcp"
@@ -31,25 +32,18 @@ def schema_name(project_id: str) -> str:
     return f"{_PREFIX}{slug[:room]}_{digest}"
 
 
-def quote_ident(name: str) -> str:
-    """A double-quoted identifier; only ever given names built by this module."""
-    if not re.fullmatch(r"[a-z0-9_]{1,63}", name):
-        raise ValueError(f"refusing to quote an unexpected identifier: {name!r}")
-    return f'"{name}"'
-
-
 # Global objects, created once per database under the migration lock.
-GLOBAL_SQL = f"""
+GLOBAL_SQL = Statement("""
 CREATE EXTENSION IF NOT EXISTS vector;
-CREATE SCHEMA IF NOT EXISTS {GLOBAL_SCHEMA};
-CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.projects (
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.projects (
     id text PRIMARY KEY,
     schema_name text NOT NULL UNIQUE,
     schema_version int NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL DEFAULT now()
 );
 -- Background indexing jobs of every project: one queue that all workers share.
-CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.jobs (
+CREATE TABLE IF NOT EXISTS {s}.jobs (
     id uuid PRIMARY KEY,
     queue text NOT NULL,
     project_id text NOT NULL,
@@ -77,19 +71,19 @@ CREATE TABLE IF NOT EXISTS {GLOBAL_SCHEMA}.jobs (
 );
 -- One active job per repository of a project; a second submit fails on this index.
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_active
-    ON {GLOBAL_SCHEMA}.jobs (queue, project_id, repo_path)
+    ON {s}.jobs (queue, project_id, repo_path)
     WHERE status IN ('pending', 'running', 'blocked');
-CREATE INDEX IF NOT EXISTS jobs_claimable ON {GLOBAL_SCHEMA}.jobs (queue, created_at, id)
+CREATE INDEX IF NOT EXISTS jobs_claimable ON {s}.jobs (queue, created_at, id)
     WHERE status IN ('pending', 'running', 'blocked');
-CREATE INDEX IF NOT EXISTS jobs_newest ON {GLOBAL_SCHEMA}.jobs (queue, created_at DESC, id DESC);
-"""
+CREATE INDEX IF NOT EXISTS jobs_newest ON {s}.jobs (queue, created_at DESC, id DESC);
+""").at(GLOBAL_SCHEMA)
 
-# Per-project migrations: (version, SQL with {s} for the quoted schema). Append only; never edit
+# Per-project migrations: (version, statement on the project's schema). Append only; never edit
 # a released step. Each runs in the migration transaction with the project's advisory lock held.
-MIGRATIONS: list[tuple[int, str]] = [
+MIGRATIONS: list[tuple[int, Statement]] = [
     (
         1,
-        """
+        Statement("""
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE {s}.schema_migrations (
     version int PRIMARY KEY,
@@ -184,28 +178,28 @@ CREATE TABLE {s}.tasks (
 );
 CREATE INDEX tasks_newest ON {s}.tasks (created_at DESC, id DESC);
 CREATE INDEX tasks_branches ON {s}.tasks USING gin (branches);
-""",
+"""),
     ),
     (
         2,
         # Counts kept by every write, so listing repositories (each semantic search checks
         # their models) does not count 100,000 chunks.
-        """
+        Statement("""
 ALTER TABLE {s}.repositories
     ADD COLUMN file_count bigint NOT NULL DEFAULT 0,
     ADD COLUMN chunk_count bigint NOT NULL DEFAULT 0;
 UPDATE {s}.repositories r SET
     file_count = (SELECT count(*) FROM {s}.files f WHERE f.repo_id = r.id),
     chunk_count = (SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id);
-""",
+"""),
     ),
     (
         3,
         # list_tasks filtered by status reads its page in order from an index, instead of
         # sorting every task of that status per call.
-        """
+        Statement("""
 CREATE INDEX tasks_status_newest ON {s}.tasks (status, created_at DESC, id DESC);
-""",
+"""),
     ),
     (
         4,
@@ -214,17 +208,17 @@ CREATE INDEX tasks_status_newest ON {s}.tasks (status, created_at DESC, id DESC)
         # not compress) and the content, a third of the cost of copying chunks in, for 1% less
         # space; and searches decompressed what they returned. Rows are now compressed only
         # past 8 kB (a page).
-        """
+        Statement("""
 ALTER TABLE {s}.chunks SET (toast_tuple_target = 8160);
-""",
+"""),
     ),
     (
         5,
         # Bumped by every write that changes the chunk rows: what a filtered search counted
         # in one snapshot holds for every snapshot of the same generation (see PgChunkStore).
-        """
+        Statement("""
 ALTER TABLE {s}.corpus_stats ADD COLUMN generation bigint NOT NULL DEFAULT 0;
-""",
+"""),
     ),
     (
         6,
@@ -232,7 +226,7 @@ ALTER TABLE {s}.corpus_stats ADD COLUMN generation bigint NOT NULL DEFAULT 0;
         # load) no longer computes their statistics, the terms arrays and the contents above
         # all, which were most of its work. (embedding keeps its statistics: its null
         # fraction sizes "embedding IS NOT NULL".)
-        """
+        Statement("""
 ALTER TABLE {s}.chunks
     ALTER COLUMN id SET STATISTICS 0,
     ALTER COLUMN symbol SET STATISTICS 0,
@@ -246,7 +240,7 @@ ALTER TABLE {s}.chunks
 ALTER TABLE {s}.postings
     ALTER COLUMN tf SET STATISTICS 0,
     ALTER COLUMN doc_len SET STATISTICS 0;
-""",
+"""),
     ),
     (
         7,
@@ -255,7 +249,7 @@ ALTER TABLE {s}.postings
         # frequencies and document lengths.
         # A large load inserted one postings index entry per (term, chunk), most of the
         # database's work in a first index; now 2.4-3.2x fewer (see adapters.postgres.postings).
-        """
+        Statement("""
 CREATE TABLE {s}.postings_blocks (
     term bigint NOT NULL,
     first bigint NOT NULL,
@@ -278,14 +272,14 @@ ALTER TABLE {s}.postings
     ALTER COLUMN chunks SET STATISTICS 0,
     ALTER COLUMN tfs SET STATISTICS 0,
     ALTER COLUMN doc_lens SET STATISTICS 0;
-""",
+"""),
     ),
     (
         8,
         # The names a chunk's symbol holds (core.models.symbol_names, the same rule):
         # a search looks up the chunks that define a queried name through this index, not by
         # scanning. GIN: a merged chunk holds several names.
-        r"""
+        Statement(r"""
 CREATE FUNCTION {s}.symbol_names(symbol text) RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(n), '{{}}') FROM (
@@ -296,7 +290,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     ) AS parts WHERE n <> ''
 $$;
 CREATE INDEX chunks_symbol_names ON {s}.chunks USING gin ({s}.symbol_names(symbol));
-""",
+"""),
     ),
     (
         9,
@@ -305,13 +299,13 @@ CREATE INDEX chunks_symbol_names ON {s}.chunks USING gin ({s}.symbol_names(symbo
         # repository, path, lines and text) instead of whole file bodies. Beside the chunks,
         # not in them, so an exact vector scan does not read them. Chunks written before this
         # step have none (their context is cut from the file body when asked).
-        """
+        Statement("""
 CREATE TABLE {s}.chunk_context (
     chunk_id text PRIMARY KEY,
     before text NOT NULL,
     after text NOT NULL
 );
-""",
+"""),
     ),
     (
         10,
@@ -319,12 +313,11 @@ CREATE TABLE {s}.chunk_context (
         # they read of the project (adapters.postgres.changes), with the schema's name.
         # Statement triggers: a write of a thousand rows notifies once (Postgres also folds
         # equal notifications of one transaction).
-        """
+        Statement(
+            """
 CREATE FUNCTION {s}.notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('"""
-        + CHANGES_CHANNEL
-        + """', TG_TABLE_SCHEMA);
+    PERFORM pg_notify('{channel}', TG_TABLE_SCHEMA);
     RETURN NULL;
 END
 $$;
@@ -333,6 +326,8 @@ CREATE TRIGGER notify_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 CREATE TRIGGER notify_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON {s}.repositories FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_change();
 """,
+            channel=CHANGES_CHANNEL,
+        ),
     ),
 ]
 

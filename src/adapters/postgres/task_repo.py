@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from codebase_mcp_search.adapters.postgres.database import PgDatabase
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import TaskNotFound, ValidationFailed
 from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
 
@@ -16,6 +17,27 @@ _COLUMNS = (
     "id, title, description, notes, status, branches, commits, planning_references, "
     "created_at, updated_at, completed_at"
 )
+ADD = Statement(
+    """INSERT INTO {s}.tasks ({columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (id) DO NOTHING""",
+    columns=_COLUMNS,
+)
+GET = Statement("SELECT {columns} FROM {s}.tasks WHERE id = $1", columns=_COLUMNS)
+UPDATE = Statement(
+    """UPDATE {s}.tasks SET title = $2, description = $3, notes = $4, status = $5,
+           branches = $6, commits = $7, planning_references = $8, created_at = $9,
+           updated_at = $10, completed_at = $11
+       WHERE id = $1"""
+)
+_LISTED = """WHERE ($1::text IS NULL OR status = $1)
+    AND ($2::text IS NULL OR branches @> ARRAY[$2::text])"""
+PAGE = Statement(
+    """SELECT {columns} FROM {s}.tasks {listed}
+       ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4""",
+    columns=_COLUMNS,
+    listed=_LISTED,
+)
+COUNT = Statement("SELECT count(*) FROM {s}.tasks {listed}", listed=_LISTED)
 
 
 def _task(row: asyncpg.Record) -> Task:
@@ -59,39 +81,27 @@ class PgTaskRepo:
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[tuple[asyncpg.Connection, str]]:
+        """A pooled connection and the project's schema."""
         ws = await self._db.workspace(self._project_id)
         async with self._db.connection() as conn:
-            yield conn, ws.quoted
+            yield conn, ws.schema
 
     async def add(self, task: Task) -> None:
         async with self._conn() as (conn, s):
-            status = await conn.execute(
-                f"INSERT INTO {s}.tasks ({_COLUMNS}) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
-                "ON CONFLICT (id) DO NOTHING",
-                *_values(task),
-            )
+            status = await conn.execute(ADD.at(s), *_values(task))
         if status.endswith(" 0"):
             raise ValidationFailed("id", task.id, "a task with this id already exists")
 
     async def get(self, task_id: str) -> Task:
         async with self._conn() as (conn, s):
-            row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM {s}.tasks WHERE id = $1", task_id)
+            row = await conn.fetchrow(GET.at(s), task_id)
         if row is None:
             raise TaskNotFound(f"Task not found: {task_id}", task_id=task_id)
         return _task(row)
 
     async def update(self, task: Task) -> None:
         async with self._conn() as (conn, s):
-            status = await conn.execute(
-                f"""
-                UPDATE {s}.tasks SET title = $2, description = $3, notes = $4, status = $5,
-                    branches = $6, commits = $7, planning_references = $8, created_at = $9,
-                    updated_at = $10, completed_at = $11
-                WHERE id = $1
-                """,
-                *_values(task),
-            )
+            status = await conn.execute(UPDATE.at(s), *_values(task))
         if status.endswith(" 0"):
             raise TaskNotFound(f"Task not found: {task.id}", task_id=task.id)
 
@@ -103,8 +113,6 @@ class PgTaskRepo:
         limit: int = 50,
         offset: int = 0,
     ) -> TaskPage:
-        where = """WHERE ($1::text IS NULL OR status = $1)
-                  AND ($2::text IS NULL OR branches @> ARRAY[$2::text])"""
         args = (status.value if status is not None else None, branch)
         async with (
             self._conn() as (conn, s),
@@ -113,15 +121,9 @@ class PgTaskRepo:
         ):
             # Two statements, not count(*) OVER (): a window count makes Postgres read and sort
             # every matching row before the LIMIT (see bench/README.md, MCP server).
-            rows = await conn.fetch(
-                f"""SELECT {_COLUMNS} FROM {s}.tasks {where}
-                    ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4""",
-                *args,
-                limit,
-                offset,
-            )
+            rows = await conn.fetch(PAGE.at(s), *args, limit, offset)
             if offset == 0 and len(rows) < limit:
                 total = len(rows)
             else:
-                total = await conn.fetchval(f"SELECT count(*) FROM {s}.tasks {where}", *args)
+                total = await conn.fetchval(COUNT.at(s), *args)
         return TaskPage(tasks=[_task(r) for r in rows], total_count=total)

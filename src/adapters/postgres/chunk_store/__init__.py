@@ -2,18 +2,25 @@
 
 The package's modules, each owning one concern:
 
-- ``store``: ``PgChunkStore``, the port methods, each delegating to the modules below.
+- ``store``: ``PgChunkStore``, the port methods, and its components layered with their caches.
 - ``session``: ``ProjectSession``, a connection bound to the project's schema, with the
-  statements several operations share (deleting chunks with their postings, counts, locks).
+  statements several operations share (deleting chunks with their postings, counts, locks);
+  ``OnDemand``, a session opened only when a read needs one.
 - ``rows``: the columns of a chunk, and the COPY records and postings blocks of a write.
 - ``filters``: ``SearchFilters`` as SQL conditions, and the narrowing of a repository filter.
-- ``vector_search``: filter matches per ANN segment (and their cache), ANN vs exact scans.
-- ``lexical_search``: the BM25 statement and ties at the limit.
+- ``repositories``: the repository rows read back.
+- ``chunk_reader``: chunks read back by seq for a search, with their places and contexts.
+- ``vector_search``: ANN vs exact scans; ``filter_matches``: a filter's matches per segment.
+- ``lexical_search``: the BM25 statement and ties at the limit; ``blocks``: its row decoded.
 - ``segments``: building, merging and dropping ANN segments, and the vacuum after a load.
 - ``model_guard``: the one-model rule as applied to what the project holds.
 - ``embedding_cache``: vectors kept by model and content hash, and reused from stored chunks.
+- ``caches``: ``PgCaches``, the budgets of what the store keeps in the process, each kept by
+  a wrapper over one of the components above: ``chunk_cache``, ``postings_cache``,
+  ``vector_copy``, ``match_cache``, ``memos`` (the repository list, the vector dimension).
 """
 
+from codebase_mcp_search.adapters.postgres.chunk_store.caches import PgCaches
 from codebase_mcp_search.adapters.postgres.chunk_store.store import PgChunkStore
 
-__all__ = ["PgChunkStore"]
+__all__ = ["PgCaches", "PgChunkStore"]

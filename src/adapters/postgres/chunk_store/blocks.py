@@ -1,4 +1,4 @@
-"""A ``lexical_search.blocks_sql`` row decoded: every posting of the query's terms, with its
+"""A ``lexical_search.BLOCKS`` row decoded: every posting of the query's terms, with its
 chunk and its BM25 contribution (``lexical.term_score``, element by element in float64).
 What a search sums per chunk, and what ``postings_cache`` keeps per term."""
 
@@ -31,7 +31,7 @@ class Postings:
 
 
 def decoded(row: asyncpg.Record | None) -> Postings | None:
-    """The postings of a ``blocks_sql`` row; None when no block matched."""
+    """The postings of a ``BLOCKS`` row; None when no block matched."""
     if row is None or row["terms"] is None:
         return None
     n_docs, total_len = int(row["n_docs"]), int(row["total_len"])

@@ -19,32 +19,25 @@ Bounded by the characters of the chunks' text and contexts (least recently used 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
-from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import (
+    ChunkReader,
+    Context,
+    Place,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand
 from codebase_mcp_search.core.models import Chunk
 
 
-def rows_sql(s: str) -> str:
-    """The rows (``SELECT_CHUNK`` and ``seq``) of the chunks of schema ``s`` whose seqs are $1,
-    each with the project's ``generation`` and ``epoch``; one row of those two alone (chunk
-    columns null) when none is found. The state comes in the rows' own snapshot."""
-    return f"""
-        SELECT c.*, st.generation, st.tableoid AS epoch
-        FROM {s}.corpus_stats st
-        LEFT JOIN LATERAL (
-            SELECT {SELECT_CHUNK}, c.seq FROM {s}.chunks c WHERE c.seq = ANY($1::int8[])
-        ) c ON true
-    """
-
-
 class ChunkCache:
-    """A project's chunks by seq, least recently used out first past ``max_chars``."""
+    """``ChunkReader`` with a project's chunks kept by seq, least recently used out first past
+    ``max_chars``."""
 
-    def __init__(self, max_chars: int) -> None:
+    def __init__(self, inner: ChunkReader, max_chars: int) -> None:
+        self._inner = inner
         self._max_chars = max_chars
         self._chars = 0
         self._epoch: int | None = None
@@ -52,17 +45,10 @@ class ChunkCache:
         # The seq of each held chunk object, by its id(): a context is kept for the very
         # object a search was given, not for an equal chunk read elsewhere.
         self._seq_of: dict[int, int] = {}
-        self._contexts: dict[int, tuple[str, str]] = {}
+        self._contexts: dict[int, Context] = {}
 
     def __len__(self) -> int:
         return len(self._held)
-
-    def at(self, epoch: int) -> ChunkCache:
-        """This cache for the schema ``epoch`` (emptied if it held another's chunks)."""
-        if epoch != self._epoch:
-            self.clear()
-            self._epoch = epoch
-        return self
 
     def clear(self) -> None:
         self._held.clear()
@@ -70,8 +56,8 @@ class ChunkCache:
         self._contexts.clear()
         self._chars = 0
 
-    def held(self, seqs: Iterable[int]) -> dict[int, Chunk]:
-        """The chunks of ``seqs`` held here."""
+    def held(self, seqs: Iterable[int], epoch: int) -> dict[int, Chunk]:
+        self._at(epoch)
         held = self._held
         out: dict[int, Chunk] = {}
         for seq in seqs:
@@ -81,16 +67,50 @@ class ChunkCache:
                 out[seq] = chunk
         return out
 
-    def _seq(self, chunk: Chunk) -> int | None:
-        seq = self._seq_of.get(id(chunk))
-        return seq if seq is not None and self._held.get(seq) is chunk else None
+    def decoded(self, rows: Iterable[asyncpg.Record], epoch: int) -> dict[int, Chunk]:
+        """The chunks of the rows, now held too unless the cache moved on to another epoch
+        meanwhile."""
+        return self._kept(self._inner.decoded(rows, epoch), epoch)
 
-    def context(self, chunk: Chunk) -> tuple[str, str] | None:
+    async def chunks(self, on: OnDemand, seqs: Sequence[int], epoch: int) -> dict[int, Chunk]:
+        out = self.held(seqs, epoch)
+        missing = [s for s in seqs if s not in out]
+        if missing:
+            out.update(self._kept(await self._inner.chunks(on, missing, epoch), epoch))
+        return out
+
+    async def places(self, on: OnDemand, seqs: Sequence[int], epoch: int) -> dict[int, Place]:
+        held = self.held(seqs, epoch)
+        out = {s: (c.file_path, c.start_line) for s, c in held.items()}
+        missing = [s for s in seqs if s not in held]
+        if missing:
+            out.update(await self._inner.places(on, missing, epoch))
+        return out
+
+    async def contexts(self, on: OnDemand, chunks: Sequence[Chunk]) -> dict[str, Context]:
+        out: dict[str, Context] = {}
+        unread: list[Chunk] = []
+        for c in chunks:
+            # A chunk a search took from here has its context here once read.
+            held = self.context(c)
+            if held is not None:
+                out[c.id] = held
+            else:
+                unread.append(c)
+        if unread:
+            read = await self._inner.contexts(on, unread)
+            for c in unread:
+                if c.id in read:
+                    self.keep_context(c, read[c.id])
+            out.update(read)
+        return out
+
+    def context(self, chunk: Chunk) -> Context | None:
         """The context lines kept for ``chunk``, if it is a chunk object held here."""
         seq = self._seq(chunk)
         return self._contexts.get(seq) if seq is not None else None
 
-    def keep_context(self, chunk: Chunk, context: tuple[str, str]) -> None:
+    def keep_context(self, chunk: Chunk, context: Context) -> None:
         """Keep ``chunk``'s context lines, if it is a chunk object held here."""
         seq = self._seq(chunk)
         if seq is not None and seq not in self._contexts:
@@ -109,6 +129,23 @@ class ChunkCache:
         self._shrink()
         return chunk
 
+    def _at(self, epoch: int) -> None:
+        """Hold chunks of the schema ``epoch`` (emptied if it held another's)."""
+        if epoch != self._epoch:
+            self.clear()
+            self._epoch = epoch
+
+    def _kept(self, chunks: dict[int, Chunk], epoch: int) -> dict[int, Chunk]:
+        """``chunks`` read from the schema ``epoch``, held (the chunk held first for a seq
+        stands for it) unless the cache moved on to another epoch."""
+        if epoch != self._epoch:
+            return chunks
+        return {seq: self.add(seq, chunk) for seq, chunk in chunks.items()}
+
+    def _seq(self, chunk: Chunk) -> int | None:
+        seq = self._seq_of.get(id(chunk))
+        return seq if seq is not None and self._held.get(seq) is chunk else None
+
     def _shrink(self) -> None:
         while self._chars > self._max_chars and self._held:
             seq, old = self._held.popitem(last=False)
@@ -117,23 +154,3 @@ class ChunkCache:
             context = self._contexts.pop(seq, None)
             if context is not None:
                 self._chars -= len(context[0]) + len(context[1])
-
-    def add_rows(self, rows: Iterable[asyncpg.Record], epoch: int) -> dict[int, Chunk]:
-        """The chunks of ``rows_sql`` rows (those found) read from the schema ``epoch``, now held too
-        unless the cache moved on to another epoch meanwhile."""
-        found = [r for r in rows if r["seq"] is not None]
-        if epoch != self._epoch:
-            return {r["seq"]: chunk_of(r) for r in found}
-        return {r["seq"]: self.add(r["seq"], chunk_of(r)) for r in found}
-
-    async def chunks(self, db: ProjectSession, seqs: list[int], epoch: int) -> dict[int, Chunk]:
-        """The chunks of ``seqs``, found by the caller's statement in the schema ``epoch``,
-        from here or else read; a seq whose row is gone since is left out, and none is read
-        if the schema is another by now (the project dropped and made again)."""
-        out = self.held(seqs)
-        missing = [s for s in seqs if s not in out]
-        if missing:
-            rows = await db.conn.fetch(rows_sql(db.s), missing)
-            if rows[0]["epoch"] == epoch:
-                out.update(self.add_rows(rows, epoch))
-        return out

@@ -5,41 +5,50 @@ twice."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.sql import Statement
+
+# Probes by index, always: during a first load the planner's row estimates lag behind the
+# growing table, and a sequential scan of every stored vector per batch made a large first
+# index spend most of its time here.
+INDEX_PROBES: Final = "SET LOCAL enable_seqscan = off"
+CACHED = Statement(
+    """
+    SELECT content_hash, embedding FROM {s}.embedding_cache
+    WHERE model = $1 AND content_hash = ANY($2::text[])
+    UNION ALL
+    SELECT h.hash, v.embedding
+    FROM unnest($2::text[]) AS h(hash)
+    CROSS JOIN LATERAL (
+        SELECT c.embedding FROM {s}.chunks c
+        WHERE c.content_hash = h.hash AND c.embedding IS NOT NULL
+        LIMIT 1
+    ) v
+    -- Every stored vector is of the project's one model (see ModelGuard).
+    WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'model' AND value = $1)
+    """
+)
+STAGE: Final = """
+    CREATE TEMP TABLE IF NOT EXISTS cache_stage (model text, content_hash text, embedding vector)
+    ON COMMIT DELETE ROWS
+"""
+ADD_STAGED = Statement(
+    """INSERT INTO {s}.embedding_cache SELECT * FROM cache_stage
+       ON CONFLICT (model, content_hash) DO NOTHING"""
+)
 
 
 async def cached(
     db: ProjectSession, model: str, content_hashes: Sequence[str]
 ) -> dict[str, list[float]]:
     """The vectors of ``model`` known for ``content_hashes``: cached, or held by a chunk."""
-    s = db.s
     async with db.conn.transaction(readonly=True):
-        # Probes by index, always: during a first load the planner's row estimates lag
-        # behind the growing table, and a sequential scan of every stored vector per batch
-        # made a large first index spend most of its time here.
-        await db.conn.execute("SET LOCAL enable_seqscan = off")
-        rows = await db.conn.fetch(
-            f"""
-            SELECT content_hash, embedding FROM {s}.embedding_cache
-            WHERE model = $1 AND content_hash = ANY($2::text[])
-            UNION ALL
-            SELECT h.hash, v.embedding
-            FROM unnest($2::text[]) AS h(hash)
-            CROSS JOIN LATERAL (
-                SELECT c.embedding FROM {s}.chunks c
-                WHERE c.content_hash = h.hash AND c.embedding IS NOT NULL
-                LIMIT 1
-            ) v
-            -- Every stored vector is of the project's one model (see ModelGuard).
-            WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'model' AND value = $1)
-            """,
-            model,
-            list(content_hashes),
-        )
+        await db.conn.execute(INDEX_PROBES)
+        rows = await db.conn.fetch(db.sql(CACHED), model, list(content_hashes))
     return {r["content_hash"]: r["embedding"].to_list() for r in rows}
 
 
@@ -51,12 +60,6 @@ def records(model: str, vectors: Mapping[str, Sequence[float]]) -> list[tuple[An
 async def add(db: ProjectSession, rows: list[tuple[Any, ...]]) -> None:
     """Cache ``rows`` (of ``records``); a vector already cached for its model and hash is kept."""
     async with db.conn.transaction():
-        await db.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS cache_stage "
-            "(model text, content_hash text, embedding vector) ON COMMIT DELETE ROWS"
-        )
+        await db.conn.execute(STAGE)
         await db.conn.copy_records_to_table("cache_stage", records=rows)
-        await db.conn.execute(
-            f"INSERT INTO {db.s}.embedding_cache SELECT * FROM cache_stage "
-            "ON CONFLICT (model, content_hash) DO NOTHING"
-        )
+        await db.conn.execute(db.sql(ADD_STAGED))

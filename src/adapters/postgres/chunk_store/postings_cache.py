@@ -1,24 +1,27 @@
 """The postings of a project's terms with their BM25 contributions, kept in the process for
-lexical searches without filters.
+lexical searches without filters (``HeldPostings``, over ``lexical_search.LexicalSearch``).
 
 Between two writes a term's postings and every input of their BM25 (the project's document
 count and average length, the term's document frequency) stay the same, so each posting's
 contribution does too. A search without filters takes its terms' contributions from here and
-sums them per chunk: no statement when every term is held, and one read of the others'
-blocks otherwise (``lexical_search.blocks_sql``, as an unfiltered search reads them).
+sums them per chunk: no statement when every term is held (and its top chunks are at hand),
+and one read of the others' blocks otherwise (``lexical_search.BLOCKS``, as an unfiltered
+search reads them). A filtered search is the plain search's.
 
 What is held is of one generation of the project, under the change token taken before it was
 read (``adapters.postgres.changes``). Once the token moves on (a write seen, the trust window
 passed), nothing held answers until a read of the query's terms gives the generation again:
 the same one keeps everything held (under the new token), another one replaces it. Without
-a token (no listening connection) nothing is held or used. A term without postings is held too, as none. Bounded by postings (16
-bytes each), the least recently used terms out first.
+a token (no listening connection) nothing is held or used, and the plain search answers. A
+term without postings is held too, as none. Bounded by postings (16 bytes each), the least
+recently used terms out first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +30,15 @@ import numpy as np
 
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import (
+    THREAD_POSTINGS,
+    LexicalSearch,
+    Scored,
+    decoding,
+)
 from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
@@ -59,7 +70,7 @@ class State:
 def terms_of(
     row: asyncpg.Record | None, keys: Sequence[int]
 ) -> tuple[int, int, dict[int, Term | None]] | None:
-    """The (epoch, generation, terms) of a ``blocks_sql`` row read without filters for the
+    """The (epoch, generation, terms) of a ``BLOCKS`` row read without filters for the
     term ``keys``: each key's postings with their contributions, None for a key without
     postings; None when the row holds no project statistics."""
     if row is None or row["n_docs"] is None:
@@ -152,3 +163,76 @@ def combined(
     seqs, inverse = np.unique(all_seqs, return_inverse=True)
     raw = np.bincount(inverse, weights=all_contrib, minlength=len(seqs))
     return seqs, raw, lexical.upper_bound(t.idf for _, t in present)
+
+
+class HeldPostings:
+    """``LexicalSearch`` with the postings of the terms searched kept (``PostingsCache``, of
+    ``max_postings``) for searches without filters; ``token`` gives the project's change
+    token."""
+
+    def __init__(
+        self,
+        inner: LexicalSearch,
+        token: Callable[[], Awaitable[Token | None]],
+        max_postings: int,
+    ) -> None:
+        self._inner = inner
+        self._token = token
+        self.postings = PostingsCache(max_postings)
+
+    @property
+    def state(self) -> State | None:
+        return self.postings.state
+
+    def clear(self) -> None:
+        self.postings.clear()
+
+    async def search(
+        self, keys: Sequence[int], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        token = await self._token()
+        if token is None or filters != NO_FILTERS:
+            return await self._inner.search(keys, filters, limit)
+        scored = await self._held_scores(keys, token)
+        if scored is None:
+            return [], 0
+        return await self._inner.top(scored, limit), len(scored.seqs)
+
+    async def _held_scores(self, keys: Sequence[int], token: Token) -> Scored | None:
+        """The scores of the chunks holding a term of ``keys``, from the postings held
+        (those not held read first, in one statement)."""
+        postings = self.postings
+        held = postings.held(token, keys)
+        missing = [k for k in keys if k not in held]
+        if missing:
+            read = await self._read(missing)
+            if read is None:
+                return None
+            epoch, generation, terms = read
+            state = postings.state
+            if held and (state is None or (state.epoch, state.generation) != (epoch, generation)):
+                # A write came between the terms held and these (its notice not yet here): all
+                # of them again, from one generation.
+                read = await self._read(list(keys))
+                if read is None:
+                    return None
+                epoch, generation, terms = read
+                held = {}
+            postings.add(State(token, epoch, generation), terms)
+            held.update(terms)
+        state = postings.state
+        if state is None:
+            return None
+        if sum(t.size for t in held.values() if t is not None) > THREAD_POSTINGS:
+            found = await asyncio.to_thread(combined, held)
+        else:
+            found = combined(held)
+        if found is None:
+            return None
+        seqs, raw, bound = found
+        return Scored(seqs=seqs, raw=raw, bound=bound, epoch=state.epoch)
+
+    async def _read(self, keys: list[int]) -> tuple[int, int, dict[int, Term | None]] | None:
+        """The postings of ``keys`` with their contributions, and the project's epoch and
+        generation, in one statement (``terms_of``)."""
+        return await decoding(terms_of, await self._inner.read(keys), keys)

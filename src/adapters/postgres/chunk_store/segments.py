@@ -7,21 +7,68 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Final
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
-from codebase_mcp_search.adapters.postgres.database import PgDatabase, lock_key
-from codebase_mcp_search.adapters.postgres.schema import quote_ident
+from codebase_mcp_search.adapters.postgres.database import (
+    TRY_LOCK,
+    UNLOCK,
+    PgDatabase,
+    lock_key,
+)
+from codebase_mcp_search.adapters.postgres.sql import Statement, quote_ident
+
+SEGMENT_NAMES = Statement("SELECT index_name FROM {s}.ann_segments")
+SEGMENTS = Statement("SELECT index_name, lo, hi FROM {s}.ann_segments ORDER BY lo")
+DROP_INDEX = Statement("DROP INDEX IF EXISTS {s}.{index}")
+DROP_INDEX_CONCURRENTLY = Statement("DROP INDEX CONCURRENTLY IF EXISTS {s}.{index}")
+FORGET_ALL_SEGMENTS = Statement("DELETE FROM {s}.ann_segments")
+FORGET_SEGMENTS = Statement("DELETE FROM {s}.ann_segments WHERE index_name = ANY($1::text[])")
+RESET_ALL: Final = "RESET ALL"
+# The build's session: its memory ($1, as '512MB'), parallel workers ($2), no statement timeout.
+BUILD_SETTINGS: Final = """
+    SELECT set_config('maintenance_work_mem', $1, false),
+           set_config('max_parallel_maintenance_workers', $2, false),
+           set_config('statement_timeout', '0', false)
+"""
+INDEXED_UP_TO = Statement("SELECT coalesce(max(hi), 0) FROM {s}.ann_segments")
+TAIL = Statement(
+    "SELECT count(*) AS n, max(seq) AS top FROM {s}.chunks WHERE seq > $1 AND embedding IS NOT NULL"
+)
+VECTORS = Statement("SELECT n_vectors FROM {s}.corpus_stats")
+# DDL takes no parameter: the index name (quoted), its HNSW parameters and the bounds of its
+# seq range (ints) are put in the text.
+CREATE_SEGMENT = Statement(
+    """CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {s}.chunks
+       USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})
+       WHERE seq > {lo} AND seq <= {hi}"""
+)
+RECORD_SEGMENT = Statement(
+    """INSERT INTO {s}.ann_segments (index_name, lo, hi, m, ef_construction)
+       VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"""
+)
+# ANN indexes of the chunks of schema $1 (recorded or not).
+ANN_INDEXES: Final = """
+    SELECT i.relname FROM pg_index x
+    JOIN pg_class i ON i.oid = x.indexrelid
+    JOIN pg_class t ON t.oid = x.indrelid
+    JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = $1 AND t.relname = 'chunks' AND i.relname LIKE 'ann\\_%'
+"""
+NO_STATEMENT_TIMEOUT: Final = "SET statement_timeout = 0"
+VACUUM = {
+    "chunks": Statement("VACUUM (ANALYZE) {s}.chunks"),
+    "postings": Statement("VACUUM (ANALYZE) {s}.postings"),
+}
 
 
 async def drop_segments(db: ProjectSession) -> None:
     """Drop every ANN index of the project, in the caller's transaction."""
-    s = db.s
-    for seg in await db.conn.fetch(f"SELECT index_name FROM {s}.ann_segments"):
-        await db.conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(seg['index_name'])}")
-    await db.conn.execute(f"DELETE FROM {s}.ann_segments")
+    for seg in await db.conn.fetch(db.sql(SEGMENT_NAMES)):
+        await db.conn.execute(db.sql(DROP_INDEX, index=quote_ident(seg["index_name"])))
+    await db.conn.execute(db.sql(FORGET_ALL_SEGMENTS))
 
 
 class Segments:
@@ -86,25 +133,20 @@ class Segments:
         ann = self._ann
         async with self._db.connection(session_state=True) as conn:
             db = ProjectSession.of(conn, ws)
-            s = db.s
             # One builder per project at a time, across processes.
             key = lock_key(ws.schema, "ann")
-            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+            if not await conn.fetchval(TRY_LOCK, key):
                 return
             try:
-                await conn.execute(f"SET maintenance_work_mem = '{int(ann.build_memory_mb)}MB'")
                 workers = ann.final_build_workers if final else 0
-                await conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
-                await conn.execute("SET statement_timeout = 0")
+                await conn.execute(
+                    BUILD_SETTINGS, f"{int(ann.build_memory_mb)}MB", str(int(workers))
+                )
                 await self._drop_stale(db)
                 while True:
-                    hi = await conn.fetchval(f"SELECT coalesce(max(hi), 0) FROM {s}.ann_segments")
-                    tail = await conn.fetchrow(
-                        f"SELECT count(*) AS n, max(seq) AS top FROM {s}.chunks "
-                        "WHERE seq > $1 AND embedding IS NOT NULL",
-                        hi,
-                    )
-                    total = await conn.fetchval(f"SELECT n_vectors FROM {s}.corpus_stats")
+                    hi = await conn.fetchval(db.sql(INDEXED_UP_TO))
+                    tail = await conn.fetchrow(db.sql(TAIL), hi)
+                    total = await conn.fetchval(db.sql(VECTORS))
                     threshold = ann.tail_rows if final else ann.segment_rows
                     if total < ann.min_rows or tail["n"] < threshold:
                         # The writes' trigger counts on from the tail seen here.
@@ -120,67 +162,51 @@ class Segments:
                     self._since_analyze = 0
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
-                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
-                    await conn.execute("RESET ALL")
+                    await conn.execute(UNLOCK, key)
+                    await conn.execute(RESET_ALL)
 
-    async def _vacuum_on_spare(self, *tables: str) -> bool:
+    async def _vacuum_on_spare(self, table: str) -> bool:
         """``_vacuum`` on a connection of its own if one is free; whether it ran."""
         ws = await self._db.workspace(self._project_id)
         async with self._db.spare_connection(session_state=True) as other:
             if other is None:
                 return False
-            await _vacuum(ProjectSession.of(other, ws), *tables)
+            await _vacuum(ProjectSession.of(other, ws), table)
             return True
 
     async def _create_segment(self, db: ProjectSession, lo: int, hi: int) -> None:
         name = f"ann_{lo}_{hi}"
-        s = db.s
+        index = quote_ident(name)
         ann = self._ann
         try:
             await db.conn.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {quote_ident(name)} ON {s}.chunks "
-                f"USING hnsw (embedding vector_cosine_ops) "
-                f"WITH (m = {int(ann.m)}, ef_construction = {int(ann.ef_construction)}) "
-                f"WHERE seq > {int(lo)} AND seq <= {int(hi)}"
+                db.sql(
+                    CREATE_SEGMENT,
+                    index=index,
+                    m=int(ann.m),
+                    ef=int(ann.ef_construction),
+                    lo=int(lo),
+                    hi=int(hi),
+                )
             )
         except BaseException:
             with contextlib.suppress(*DRIVER_ERRORS):
-                await db.conn.execute(f"DROP INDEX IF EXISTS {s}.{quote_ident(name)}")
+                await db.conn.execute(db.sql(DROP_INDEX, index=index))
             raise
-        await db.conn.execute(
-            f"INSERT INTO {s}.ann_segments (index_name, lo, hi, m, ef_construction) "
-            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-            name,
-            lo,
-            hi,
-            ann.m,
-            ann.ef_construction,
-        )
+        await db.conn.execute(db.sql(RECORD_SEGMENT), name, lo, hi, ann.m, ann.ef_construction)
 
     async def _drop_stale(self, db: ProjectSession) -> None:
         """Drop ANN indexes a killed build left behind (present but not recorded)."""
-        rows = await db.conn.fetch(
-            """
-            SELECT i.relname FROM pg_index x
-            JOIN pg_class i ON i.oid = x.indexrelid
-            JOIN pg_class t ON t.oid = x.indrelid
-            JOIN pg_namespace n ON n.oid = t.relnamespace
-            WHERE n.nspname = $1 AND t.relname = 'chunks' AND i.relname LIKE 'ann\\_%'
-            """,
-            db.schema,
-        )
-        known = {r[0] for r in await db.conn.fetch(f"SELECT index_name FROM {db.s}.ann_segments")}
+        rows = await db.conn.fetch(ANN_INDEXES, db.schema)
+        known = {r[0] for r in await db.conn.fetch(db.sql(SEGMENT_NAMES))}
         for r in rows:
             if r["relname"] not in known:
-                await db.conn.execute(f"DROP INDEX IF EXISTS {db.s}.{quote_ident(r['relname'])}")
+                await db.conn.execute(db.sql(DROP_INDEX, index=quote_ident(r["relname"])))
 
     async def _merge(self, db: ProjectSession) -> None:
         """Merge the two adjacent segments smallest together while there are too many."""
-        s = db.s
         while True:
-            segs = await db.conn.fetch(
-                f"SELECT index_name, lo, hi FROM {s}.ann_segments ORDER BY lo"
-            )
+            segs = await db.conn.fetch(db.sql(SEGMENTS))
             if len(segs) <= self._ann.max_segments:
                 return
             sizes = [int(g["hi"]) - int(g["lo"]) for g in segs]
@@ -188,24 +214,20 @@ class Segments:
             a, b = segs[i], segs[i + 1]
             await self._create_segment(db, int(a["lo"]), int(b["hi"]))
             async with db.conn.transaction():
-                await db.conn.execute(
-                    f"DELETE FROM {s}.ann_segments WHERE index_name = ANY($1::text[])",
-                    [a["index_name"], b["index_name"]],
-                )
+                await db.conn.execute(db.sql(FORGET_SEGMENTS), [a["index_name"], b["index_name"]])
             for old in (a, b):
-                await db.conn.execute(
-                    f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{quote_ident(old['index_name'])}"
-                )
+                index = quote_ident(old["index_name"])
+                await db.conn.execute(db.sql(DROP_INDEX_CONCURRENTLY, index=index))
 
 
-async def _vacuum(db: ProjectSession, *tables: str) -> None:
-    """VACUUM (ANALYZE) some of the project's tables, after a large load: planner statistics
+async def _vacuum(db: ProjectSession, table: str) -> None:
+    """VACUUM (ANALYZE) one of the project's tables, after a large load: planner statistics
     (a sample), and the visibility map, without which the index-only scans that count filter
     matches and read postings visit the table for every row until autovacuum comes by. Its
     connection must be taken with ``session_state``: the pool then resets the session when
     the connection goes back."""
-    await db.conn.execute("SET statement_timeout = 0")
-    await db.conn.execute("VACUUM (ANALYZE) " + ", ".join(f"{db.s}.{t}" for t in tables))
+    await db.conn.execute(NO_STATEMENT_TIMEOUT)
+    await db.conn.execute(db.sql(VACUUM[table]))
 
 
 async def _settle(task: asyncio.Task[Any]) -> None:

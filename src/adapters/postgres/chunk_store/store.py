@@ -1,7 +1,7 @@
 """PgChunkStore: the ChunkStore port over one project schema. Each port method opens a
-``ProjectSession`` and delegates the work to the package's modules (rows, filters, vector and
-lexical search, segments, the one-model guard); the simple reads and the write transactions
-are spelled out here."""
+``ProjectSession`` or delegates to the package's components (repository reads, vector and
+lexical search, chunk reads, the one-model guard, segments), each with its cache layered on
+top as ``PgCaches`` says; the simple reads and the write transactions are spelled out here."""
 
 from __future__ import annotations
 
@@ -19,11 +19,28 @@ from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store import embedding_cache
+from codebase_mcp_search.adapters.postgres.chunk_store.caches import PgCaches
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import (
+    ChunkReader,
+    hit_contexts,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.filter_matches import (
+    FilterMatches,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
-from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import search as bm25_top
-from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import ModelGuard
-from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import PostingsCache
+from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import LexicalSearch
+from codebase_mcp_search.adapters.postgres.chunk_store.match_cache import KeptMatches
+from codebase_mcp_search.adapters.postgres.chunk_store.memos import (
+    KeptDimension,
+    KeptRepositories,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import (
+    ModelGuard,
+    StoredDimension,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import HeldPostings
+from codebase_mcp_search.adapters.postgres.chunk_store.repositories import RepositoryReader
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
     CHUNK_COLUMNS,
     CONTEXT_COLUMNS,
@@ -37,22 +54,54 @@ from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
-from codebase_mcp_search.adapters.postgres.database import PgDatabase, Workspace, lock_key
-from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
-from codebase_mcp_search.core.models import (
-    CONTEXT_LINES,
-    Chunk,
-    Repository,
-    ScoredChunk,
-    SearchFilters,
-    context_lines,
+from codebase_mcp_search.adapters.postgres.database import (
+    LOCK,
+    TRY_LOCK,
+    UNLOCK,
+    PgDatabase,
+    lock_key,
 )
+from codebase_mcp_search.adapters.postgres.sql import Statement
+from codebase_mcp_search.adapters.postgres.workspaces import Workspace
+from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_mcp_search.core.models import Chunk, Repository, ScoredChunk, SearchFilters
 from codebase_mcp_search.core.ports import IndexedFile
 
-# The text of the chunks a store keeps read (chunk_cache), in characters: 16 MB of ASCII.
-CHUNK_CACHE_CHARS = 16_000_000
-# The postings a store keeps with their BM25 (postings_cache): 16 bytes each, 32 MB.
-POSTINGS_CACHED = 2_000_000
+SAVE_REPOSITORY = Statement(
+    """
+    INSERT INTO {s}.repositories
+        (id, name, path, embedding_model, embedding_dimension, indexed_at)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
+        embedding_dimension = $5, indexed_at = $6
+    """
+)
+REPOSITORY_EXISTS = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1")
+LOCK_REPOSITORY = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1 FOR UPDATE")
+DELETE_REPOSITORY = Statement("DELETE FROM {s}.repositories WHERE id = $1")
+FILE_HASHES = Statement("SELECT path, content_hash FROM {s}.files WHERE repo_id = $1")
+FILE_HASHES_OF = Statement(
+    "SELECT path, content_hash FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])"
+)
+# Seqs for the chunks of a write ($1 of them), taken before its transaction.
+NEW_SEQS = Statement(
+    "SELECT nextval(pg_get_serial_sequence('{s}.chunks', 'seq')) FROM generate_series(1, $1)"
+)
+FILE_TEXTS = Statement(
+    "SELECT path, body FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])"
+)
+CHUNKS_OF_REPOSITORY = Statement(
+    """SELECT {chunk} FROM {s}.chunks c WHERE c.repo_id = $1
+       ORDER BY c.file_path, c.start_line, c.end_line""",
+    chunk=SELECT_CHUNK,
+)
+# The chunks defining a name of $1 (``symbol_names``, indexed), passing {filter} (from $3).
+DEFINITIONS = Statement(
+    """SELECT {chunk} FROM {s}.chunks c
+       WHERE {s}.symbol_names(c.symbol) && $1::text[] AND {filter}
+       ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2""",
+    chunk=SELECT_CHUNK,
+)
 
 
 class PgChunkStore:
@@ -63,18 +112,42 @@ class PgChunkStore:
     """
 
     def __init__(
-        self, database: PgDatabase, project_id: str, *, ann: AnnConfig | None = None
+        self,
+        database: PgDatabase,
+        project_id: str,
+        *,
+        ann: AnnConfig | None = None,
+        caches: PgCaches | None = None,
     ) -> None:
         self._db = database
         self._project_id = project_id
         ann = ann or AnnConfig()
-        self._models = ModelGuard()
-        self._chunks = ChunkCache(CHUNK_CACHE_CHARS)
-        self._postings = PostingsCache(POSTINGS_CACHED)
-        copy = VectorCopy(self._session, self._spawn, ann.copy_floats, self._token)
-        self._vectors = VectorSearch(ann, copy, self._chunks)
+        caches = caches or PgCaches()
+        # Each component plain, with its cache layered on top unless its budget is 0.
+        reader = ChunkReader()
+        chunks = ChunkCache(reader, caches.chunk_chars) if caches.chunk_chars else reader
+        repositories = RepositoryReader(self._session)
+        self._repositories = (
+            KeptRepositories(repositories, self._token) if caches.repositories else repositories
+        )
+        lexical = LexicalSearch(self._session, chunks)
+        self._lexical = (
+            HeldPostings(lexical, self._token, caches.postings) if caches.postings else lexical
+        )
+        count = FilterMatches(ann.exact_rows)
+        matches = KeptMatches(count, caches.filter_matches) if caches.filter_matches else count
+        vectors = VectorSearch(self._session, ann, matches)
+        self._vectors = (
+            VectorCopy(
+                vectors, self._session, self._spawn, self._token, chunks, caches.vector_floats
+            )
+            if caches.vector_floats
+            else vectors
+        )
+        stored = StoredDimension()
+        self._models = ModelGuard(KeptDimension(stored) if caches.dimension else stored)
+        self._chunks = chunks
         self._segments = Segments(database, project_id, ann)
-        self._repositories: tuple[Token, tuple[Repository, ...]] | None = None
 
     @property
     def project_id(self) -> str:
@@ -111,12 +184,13 @@ class PgChunkStore:
         return self._db.spawn(self._project_id, work)
 
     def drop_caches(self) -> None:
-        """Forget what this process holds of the project (the chunks read, the copy of its
-        vectors): memory back, or a benchmark's cold start."""
-        self._chunks.clear()
-        self._postings.clear()
-        self._vectors.drop_copy()
-        self._repositories = None
+        """Forget what this process holds of the project's contents (the chunks read, the
+        terms' postings, the copy of its vectors, the repository list): memory back, or a
+        benchmark's cold start. The filter matches (keyed by the generation every search
+        reads) and the vector dimension stay: they hold a few bytes."""
+        for kept in (self._chunks, self._lexical, self._vectors, self._repositories):
+            if isinstance(kept, ChunkCache | HeldPostings | VectorCopy | KeptRepositories):
+                kept.clear()
 
     # --- repositories -------------------------------------------------------------------
 
@@ -124,13 +198,7 @@ class PgChunkStore:
         async with self._writing() as db, db.conn.transaction():
             await self._models.check_repository(db, repository)
             await db.conn.execute(
-                f"""
-                INSERT INTO {db.s}.repositories
-                    (id, name, path, embedding_model, embedding_dimension, indexed_at)
-                VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
-                    embedding_dimension = $5, indexed_at = $6
-                """,
+                db.sql(SAVE_REPOSITORY),
                 repository.id,
                 repository.name,
                 repository.path,
@@ -140,50 +208,24 @@ class PgChunkStore:
             )
 
     async def get_repository(self, repository_id: str) -> Repository:
-        kept = await self._kept_repositories()
-        if kept is not None:
-            found = [r for r in kept if r.id == repository_id]
-        else:
-            async with self._session() as db:
-                found = await db.repositories("r.id = $1", repository_id)
-        if not found:
+        found = await self._repositories.by_id(repository_id)
+        if found is None:
             raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
-        return found[0]
-
-    async def find_repository(self, path: str) -> Repository | None:
-        async with self._session() as db:
-            found = await db.repositories("r.path = $1", path)
-        return found[0] if found else None
-
-    async def list_repositories(self) -> list[Repository]:
-        kept = await self._kept_repositories()
-        if kept is not None:
-            return list(kept)
-        token = await self._token()
-        async with self._session() as db:
-            found = await db.repositories("true")
-        if token is not None:
-            self._repositories = (token, tuple(found))
         return found
 
-    async def _kept_repositories(self) -> tuple[Repository, ...] | None:
-        """The repositories as last listed, if no write was seen since (every search lists
-        them, to check their models)."""
-        kept = self._repositories
-        if kept is None:
-            return None
-        token = await self._token()
-        return kept[1] if token is not None and token == kept[0] else None
+    async def find_repository(self, path: str) -> Repository | None:
+        return await self._repositories.by_path(path)
+
+    async def list_repositories(self) -> list[Repository]:
+        return await self._repositories.all()
 
     async def delete_repository(self, repository_id: str) -> None:
         async with self._writing() as db, db.conn.transaction():
-            exists = await db.conn.fetchval(
-                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1 FOR UPDATE", repository_id
-            )
+            exists = await db.conn.fetchval(db.sql(LOCK_REPOSITORY), repository_id)
             if not exists:
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
             n, length, nvec = await db.delete_chunks(repository_id, None)
-            await db.conn.execute(f"DELETE FROM {db.s}.repositories WHERE id = $1", repository_id)
+            await db.conn.execute(db.sql(DELETE_REPOSITORY), repository_id)
             await db.add_stats(-n, -length, -nvec, changed=n > 0)
 
     # --- files and chunks ---------------------------------------------------------------
@@ -193,17 +235,9 @@ class PgChunkStore:
     ) -> dict[str, str]:
         async with self._session() as db:
             if paths is None:
-                rows = await db.conn.fetch(
-                    f"SELECT path, content_hash FROM {db.s}.files WHERE repo_id = $1",
-                    repository_id,
-                )
+                rows = await db.conn.fetch(db.sql(FILE_HASHES), repository_id)
             else:
-                rows = await db.conn.fetch(
-                    f"SELECT path, content_hash FROM {db.s}.files "
-                    "WHERE repo_id = $1 AND path = ANY($2::text[])",
-                    repository_id,
-                    list(paths),
-                )
+                rows = await db.conn.fetch(db.sql(FILE_HASHES_OF), repository_id, list(paths))
         return {r["path"]: r["content_hash"] for r in rows}
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
@@ -215,14 +249,7 @@ class PgChunkStore:
         n_chunks = sum(len(f.chunks) for f in files)
         async with self._writing() as db:
             conn = db.conn
-            seqs: list[int] = [
-                r[0]
-                for r in await conn.fetch(
-                    f"SELECT nextval(pg_get_serial_sequence('{db.s}.chunks', 'seq')) "
-                    "FROM generate_series(1, $1)",
-                    n_chunks,
-                )
-            ]
+            seqs: list[int] = [r[0] for r in await conn.fetch(db.sql(NEW_SEQS), n_chunks)]
             rows = await asyncio.to_thread(build_rows, repository_id, files, seqs)
             paths = [f.file.path for f in files]
             async with conn.transaction():
@@ -273,75 +300,17 @@ class PgChunkStore:
 
     async def file_texts(self, repository_id: str, paths: Sequence[str]) -> dict[str, str]:
         async with self._session() as db:
-            rows = await db.conn.fetch(
-                f"SELECT path, body FROM {db.s}.files "
-                "WHERE repo_id = $1 AND path = ANY($2::text[])",
-                repository_id,
-                list(paths),
-            )
+            rows = await db.conn.fetch(db.sql(FILE_TEXTS), repository_id, list(paths))
         return {r["path"]: r["body"] for r in rows}
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
-        out: dict[str, tuple[str, str]] = {}
-        unread: list[Chunk] = []
-        for c in chunks:
-            # A chunk a search took from the chunk cache has its context there.
-            held = self._chunks.context(c)
-            if held is not None:
-                out[c.id] = held
-            else:
-                unread.append(c)
-        if not unread:
-            return out
-        async with self._session() as db:
-            rows = await db.conn.fetch(
-                f"SELECT chunk_id, before, after FROM {db.s}.chunk_context "
-                "WHERE chunk_id = ANY($1::text[])",
-                [c.id for c in unread],
-            )
-            out.update({r["chunk_id"]: (r["before"], r["after"]) for r in rows})
-            for c in unread:
-                if c.id in out:
-                    self._chunks.keep_context(c, out[c.id])
-            bare: dict[str, list[Chunk]] = {}
-            for c in unread:
-                if c.id not in out:
-                    bare.setdefault(c.repository_id, []).append(c)
-            for repo_id, some in bare.items():
-                # Written before contexts were kept, or no longer indexed.
-                out.update(await self._contexts_from_bodies(db, repo_id, some))
-        return out
-
-    async def _contexts_from_bodies(
-        self, db: ProjectSession, repo_id: str, chunks: Sequence[Chunk]
-    ) -> dict[str, tuple[str, str]]:
-        """The context of those of ``chunks`` still indexed, cut from their files' bodies."""
-        rows = await db.conn.fetch(
-            f"SELECT c.id, f.body FROM {db.s}.chunks c "
-            f"JOIN {db.s}.files f ON f.repo_id = c.repo_id AND f.path = c.file_path "
-            "WHERE c.repo_id = $1 AND c.file_path = ANY($2::text[]) AND c.id = ANY($3::text[])",
-            repo_id,
-            sorted({c.file_path for c in chunks}),
-            [c.id for c in chunks],
-        )
-        bodies = {r["id"]: r["body"] for r in rows}
-        return {
-            c.id: context_lines(bodies[c.id], c.content, c.start_line, c.end_line, CONTEXT_LINES)
-            for c in chunks
-            if c.id in bodies
-        }
+        return await hit_contexts(self._chunks, self._session, chunks)
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
         async with self._session() as db:
-            if not await db.conn.fetchval(
-                f"SELECT 1 FROM {db.s}.repositories WHERE id = $1", repository_id
-            ):
+            if not await db.conn.fetchval(db.sql(REPOSITORY_EXISTS), repository_id):
                 raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
-            rows = await db.conn.fetch(
-                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c WHERE c.repo_id = $1 "
-                "ORDER BY c.file_path, c.start_line, c.end_line",
-                repository_id,
-            )
+            rows = await db.conn.fetch(db.sql(CHUNKS_OF_REPOSITORY), repository_id)
         return [chunk_of(r) for r in rows]
 
     # --- embedding cache ----------------------------------------------------------------
@@ -367,11 +336,7 @@ class PgChunkStore:
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
         query = np.asarray(vector, dtype=np.float32)
-        copied = await self._vectors.copied(query, filters, limit)
-        if copied is not None:
-            return copied
-        async with self._session() as db:
-            return await self._vectors.search(db, query, filters, limit)
+        return await self._vectors.search(query, filters, limit)
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
@@ -379,10 +344,7 @@ class PgChunkStore:
         keys = list(dict.fromkeys(term_key(t) for t in terms))
         if not keys:
             return [], 0
-        token = await self._token()
-        return await bm25_top(
-            self._session, keys, filters, limit, self._chunks, self._postings, token
-        )
+        return await self._lexical.search(keys, filters, limit)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int
@@ -392,9 +354,7 @@ class PgChunkStore:
         async with self._session() as db:
             where = SqlFilter(filters, first_param=3)
             rows = await db.conn.fetch(
-                f"SELECT {SELECT_CHUNK} FROM {db.s}.chunks c "
-                f"WHERE {db.s}.symbol_names(c.symbol) && $1::text[] AND {where.sql} "
-                "ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2",
+                db.sql(DEFINITIONS, filter=where.sql),
                 list(dict.fromkeys(names)),
                 limit,
                 *where.params,
@@ -408,7 +368,7 @@ class PgChunkStore:
         """Serialise indexing of one repository across processes (session advisory lock)."""
         key = lock_key((await self.workspace()).schema, repository_id)
         async with self._db.connection(session_state=True) as conn:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
+            got = await conn.fetchval(TRY_LOCK, key)
             if not got:
                 if not wait:
                     raise RepositoryBusy(
@@ -416,12 +376,12 @@ class PgChunkStore:
                         "indexed by another process: retry when it finishes, or wait for it",
                         repository_id=repository_id,
                     )
-                await conn.execute("SELECT pg_advisory_lock($1)", key)
+                await conn.execute(LOCK, key)
             try:
                 yield
             finally:
                 with contextlib.suppress(*DRIVER_ERRORS):
-                    await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                    await conn.execute(UNLOCK, key)
 
     async def optimize(self) -> None:
         """Wait for background ANN builds, then index the tail and merge small segments; after a

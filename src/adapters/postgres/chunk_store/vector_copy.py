@@ -1,4 +1,5 @@
-"""Exact vector search of a small project from a copy of its vectors held in this process.
+"""Exact vector search of a small project from a copy of its vectors held in this process
+(``VectorCopy``, over ``vector_search.VectorSearch``).
 
 Below ``AnnConfig.min_rows`` vectors a project has no ANN index, and every unfiltered search
 scanned all its vectors in Postgres: pgvector's cosine costs about a microsecond per row, so
@@ -7,15 +8,15 @@ per search, on every search. One matrix product here costs a small fraction of t
 
 The copy is of one *generation* of the project (``corpus_stats.generation``, moved on by
 every write of chunk rows or vectors) and schema (``chunk_cache``'s epoch). A search with the
-copy takes the chosen chunks from the chunk cache, reading the rows of the others in one
+copy takes the chosen chunks at hand (``Chunks``), reading the rows of the others in one
 statement that also returns the current generation; when it moved on, the copy is dropped
 and the search is answered by the database's scan, as it is while there is no copy. While
 no write of the project was seen since the copy was read or last found current (its change
 token, ``adapters.postgres.changes``, is unchanged) and every chosen chunk is held, the
-search needs no statement at all. A copy
-is read (in the background, on a pooled connection) once a generation has been searched
-twice, so a one-shot CLI search never pays for it, and only while ``n * dimension`` stays
-within ``copy_floats``.
+search needs no statement at all. A copy is read (in the background, on a pooled connection)
+once a generation has been searched twice by the database's scan, so a one-shot CLI search
+never pays for it, and only while ``n * dimension`` stays within the budget (``max_floats``).
+A filtered search, or one the copy cannot answer, is the plain search's.
 
 Scores are cosine similarities computed in float32 from unit vectors, as the memory store
 computes them (Postgres computes the same cosine with another summation order, so the two
@@ -36,10 +37,13 @@ import numpy as np
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache, rows_sql
+from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import CHUNK_ROWS, Chunks
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import CoreError
-from codebase_mcp_search.core.models import ScoredChunk
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 log = logging.getLogger(__name__)
 
@@ -84,28 +88,29 @@ class Copy:
         return self.seqs[order].tolist(), scores[order].astype(np.float64).tolist()
 
 
-def read_sql(s: str) -> str:
-    """The project's generation, dimension and every vector (seqs, ranks by path and line and
-    values, each concatenated in binary form in seq order), in one snapshot."""
-    return f"""
-        SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
-               (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
-               v.seqs, v.ranks, v.vectors
-        FROM {s}.corpus_stats st, (
-            SELECT string_agg(int8send(x.seq), ''::bytea ORDER BY x.seq) AS seqs,
-                   string_agg(int8send(x.rank), ''::bytea ORDER BY x.seq) AS ranks,
-                   string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
-            FROM (
-                SELECT c.seq, c.embedding,
-                       rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
-                FROM {s}.chunks c WHERE c.embedding IS NOT NULL
-            ) x
-        ) v
+# The project's generation, dimension and every vector (seqs, ranks by path and line and
+# values, each concatenated in binary form in seq order), in one snapshot.
+READ_COPY = Statement(
     """
+    SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
+           (SELECT value FROM {s}.meta WHERE key = 'dimension') AS dimension,
+           v.seqs, v.ranks, v.vectors
+    FROM {s}.corpus_stats st, (
+        SELECT string_agg(int8send(x.seq), ''::bytea ORDER BY x.seq) AS seqs,
+               string_agg(int8send(x.rank), ''::bytea ORDER BY x.seq) AS ranks,
+               string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
+        FROM (
+            SELECT c.seq, c.embedding,
+                   rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
+            FROM {s}.chunks c WHERE c.embedding IS NOT NULL
+        ) x
+    ) v
+    """
+)
 
 
 def parse(row: asyncpg.Record) -> Copy | None:
-    """The copy a ``read_sql`` row holds; None when the project has no vectors, or its
+    """The copy a ``READ_COPY`` row holds; None when the project has no vectors, or its
     counts do not agree (a vector of another dimension: the database's scan says why)."""
     if row is None or row["vectors"] is None or row["dimension"] is None:
         return None
@@ -127,21 +132,25 @@ def parse(row: asyncpg.Record) -> Copy | None:
 
 
 class VectorCopy:
-    """A project's copy of its vectors (see the module docstring), and when to read it."""
+    """``VectorSearch`` with a small project's vectors copied into the process (see the module
+    docstring); ``spawn`` runs the copy's read in the background (cancelled when the database
+    closes), ``token`` gives the project's change token."""
 
     def __init__(
         self,
+        inner: VectorSearch,
         session: Callable[[], AbstractAsyncContextManager[ProjectSession]],
         spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
-        max_floats: int,
         token: Callable[[], Awaitable[Token | None]],
+        chunks: Chunks,
+        max_floats: int,
     ) -> None:
-        # ``spawn`` runs the read in the background, cancelled when the database closes;
-        # ``token`` gives the project's change token.
+        self.inner = inner
         self._session = session
         self._spawn = spawn
-        self._max_floats = max_floats
         self._token = token
+        self._chunks = chunks
+        self._max_floats = max_floats
         self.held: Copy | None = None
         # The copy last known current, with the token taken before it was known to be.
         self._trusted: tuple[Copy, Token] | None = None
@@ -149,10 +158,22 @@ class VectorCopy:
         self._reading: asyncio.Task[None] | None = None
 
     async def search(
-        self, query: np.ndarray[Any, Any], limit: int, cache: ChunkCache
+        self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
+            copied = await self._from_copy(query, limit)
+            if copied is not None:
+                return copied
+        hits, total, scanned = await self.inner.search_scanned(query, filters, limit)
+        if scanned is not None:
+            self._searched(scanned.generation, scanned.n_vectors, query.shape[0])
+        return hits, total
+
+    async def _from_copy(
+        self, query: np.ndarray[Any, Any], limit: int
     ) -> tuple[list[ScoredChunk], int] | None:
         """The top ``limit`` chunks with their cosine similarity, and the number of vectors,
-        from the copy (the chunks from ``cache``, or read); None when there is no copy of the
+        from the copy (the chunks at hand, or read); None when there is no copy of the
         query's dimension, or the project moved on from the copy's generation (the copy is
         dropped)."""
         held = self.held
@@ -160,26 +181,26 @@ class VectorCopy:
             return None
         token = await self._token()
         seqs, scores = held.top(query, limit)
-        chunks = cache.at(held.epoch).held(seqs)
+        chunks = self._chunks.held(seqs, held.epoch)
         trusted = token is not None and self._trusted == (held, token)
         if not trusted or len(chunks) < len(seqs):
             # The project's generation, and the rows of the chosen chunks not held: one
             # statement.
             async with self._session() as db:
-                rows = await db.conn.fetch(rows_sql(db.s), [s for s in seqs if s not in chunks])
+                rows = await db.conn.fetch(db.sql(CHUNK_ROWS), [s for s in seqs if s not in chunks])
             first = rows[0]
             if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
                 if self.held is held:
                     self.held = None
                     self._trusted = None
                 return None
-            chunks.update(cache.add_rows(rows, held.epoch))
+            chunks.update(self._chunks.decoded(rows, held.epoch))
             if token is not None and self.held is held:
                 self._trusted = (held, token)
         hits = [ScoredChunk.of(chunks[s], score) for s, score in zip(seqs, scores, strict=True)]
         return hits, len(held.seqs)
 
-    def drop(self) -> None:
+    def clear(self) -> None:
         """Forget the copy, and stop a read of one in progress."""
         self.held = None
         self._trusted = None
@@ -188,7 +209,7 @@ class VectorCopy:
             self._reading.cancel()
             self._reading = None
 
-    def searched(self, generation: int, n_vectors: int, dimension: int) -> None:
+    def _searched(self, generation: int, n_vectors: int, dimension: int) -> None:
         """The database's scan answered a search at ``generation``: read a copy in the
         background when this generation was searched before and the copy would fit."""
         if self._seen != generation:
@@ -204,7 +225,7 @@ class VectorCopy:
         try:
             token = await self._token()
             async with self._session() as db:
-                row = await db.conn.fetchrow(read_sql(db.s))
+                row = await db.conn.fetchrow(db.sql(READ_COPY))
             # Tens of milliseconds for the largest copy: off the loop serving requests.
             copy = await asyncio.to_thread(parse, row)
             if copy is not None and copy.unit.size <= self._max_floats:
