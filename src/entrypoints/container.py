@@ -13,7 +13,7 @@ from dependency_injector import containers, providers
 
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree
 from codebase_mcp_search.adapters.memory import InMemoryJobQueue
-from codebase_mcp_search.adapters.postgres import AnnConfig, PgDatabase, PgJobQueue
+from codebase_mcp_search.adapters.postgres import AnnConfig, PgCaches, PgDatabase, PgJobQueue
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 from codebase_mcp_search.adapters.workers import ProcessChunkingPool
@@ -95,6 +95,9 @@ class Container(containers.DeclarativeContainer):
         ProjectStores,
         database=providers.Selector(config.store, memory=providers.Object(None), postgres=database),
         ann=ann,
+        caches=providers.Callable(
+            lambda on: PgCaches() if on else PgCaches.off(), on=config.pg_caches
+        ),
     )
     # The configured project's; other projects' through ``project_stores`` (or pass
     # ``project_id=`` to these two).

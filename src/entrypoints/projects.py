@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
 from codebase_mcp_search.adapters.postgres import (
     AnnConfig,
+    PgCaches,
     PgChunkStore,
     PgDatabase,
     PgTaskRepo,
@@ -33,9 +34,14 @@ class ProjectStores:
     """Each project's chunk store and task repository, created on first use and kept for the
     life of the process (a server answers for many projects). ``database`` None: memory."""
 
-    def __init__(self, database: PgDatabase | None, ann: AnnConfig) -> None:
+    def __init__(
+        self, database: PgDatabase | None, ann: AnnConfig, caches: PgCaches | None = None
+    ) -> None:
+        """``caches``: what each Postgres store keeps in this process (default: every cache
+        at its budget)."""
         self._database = database
         self._ann = ann
+        self._caches = caches or PgCaches()
         self._stores: dict[str, ChunkStore] = {}
         self._repos: dict[str, TaskRepo] = {}
 
@@ -53,7 +59,11 @@ class ProjectStores:
         store = self._stores.get(pid)
         if store is None:
             db = self._database
-            store = InMemoryChunkStore() if db is None else PgChunkStore(db, pid, ann=self._ann)
+            store = (
+                InMemoryChunkStore()
+                if db is None
+                else PgChunkStore(db, pid, ann=self._ann, caches=self._caches)
+            )
             self._stores[pid] = store
         return store
 

@@ -51,6 +51,10 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=defaults.POOL_SIZE, ge=2, le=100)
     connect_timeout: float = Field(default=defaults.CONNECT_TIMEOUT_S, gt=0)
     statement_timeout: float = Field(default=defaults.STATEMENT_TIMEOUT_S, gt=0)
+    # What each Postgres store keeps in this process (chunk texts, postings, a small project's
+    # vectors, filter matches, the repository list), each within its budget; false: none,
+    # every search reads the database (adapters.postgres.PgCaches).
+    pg_caches: bool = True
     hnsw_m: int = Field(default=defaults.ANN_M, ge=4, le=100)
     hnsw_ef_construction: int = Field(default=defaults.ANN_EF_CONSTRUCTION, ge=8, le=1000)
     ollama_base_url: str = Field(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,6 +97,7 @@ UNFED = {
     "auth_token",
     "allowed_roots",
     "job_worker",
+    "pg_caches",
 }
 
 
@@ -141,3 +143,18 @@ def test_the_container_builds_from_settings_what_the_constructors_build_alone(
     assert container.fusion() == FusionConfig()
     assert container.ann() == AnnConfig()
     assert embedders._options(container.config()) == HttpEmbeddingOptions()
+
+
+async def test_the_postgres_caches_are_switched_off_by_one_setting(tmp_path: Path) -> None:
+    from codebase_mcp_search.adapters.postgres import PgCaches
+
+    for on, expected in ((True, PgCaches()), (False, PgCaches.off())):
+        settings = Settings(
+            store="postgres", database_url="postgresql://nobody@/none", pg_caches=on
+        )
+        container = build_container(settings.model_copy(update={"data_dir": tmp_path}))
+        stores = await container.project_stores()
+        try:
+            assert stores.chunk_store("p").caches == expected  # type: ignore[attr-defined]
+        finally:
+            await stores.database.close()

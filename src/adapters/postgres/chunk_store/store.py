@@ -122,7 +122,8 @@ class PgChunkStore:
         self._db = database
         self._project_id = project_id
         ann = ann or AnnConfig()
-        caches = caches or PgCaches()
+        self.caches = caches = caches or PgCaches()
+        """What this store keeps in the process, by budget."""
         # Each component plain, with its cache layered on top unless its budget is 0.
         reader = ChunkReader()
         chunks = ChunkCache(reader, caches.chunk_chars) if caches.chunk_chars else reader
