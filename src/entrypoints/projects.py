@@ -110,22 +110,23 @@ class ProjectServices:
     async def indexing(self, project_id: str) -> IndexingService:
         """The project's indexing service (the embedder is chosen and opened on first use)."""
         pid = check_project_id(project_id)
-        if pid not in self._indexing:
-            made = await resolved(self._make_indexing(store=self.stores.chunk_store(pid)))
-            self._indexing.setdefault(pid, made)
-        return self._indexing[pid]
+        return await _kept(self._indexing, pid, self._make_indexing, store=self.stores.chunk_store)
 
     async def search(self, project_id: str) -> SearchService:
         """The project's search service (its embedder is resolved when a search needs it)."""
         pid = check_project_id(project_id)
-        if pid not in self._search:
-            made = await resolved(self._make_search(store=self.stores.chunk_store(pid)))
-            self._search.setdefault(pid, made)
-        return self._search[pid]
+        return await _kept(self._search, pid, self._make_search, store=self.stores.chunk_store)
 
     async def tasks(self, project_id: str) -> TaskService:
         pid = check_project_id(project_id)
-        if pid not in self._tasks:
-            made = await resolved(self._make_tasks(repo=self.stores.task_repo(pid)))
-            self._tasks.setdefault(pid, made)
-        return self._tasks[pid]
+        return await _kept(self._tasks, pid, self._make_tasks, repo=self.stores.task_repo)
+
+
+async def _kept(
+    kept: dict[str, T], pid: str, make: Callable[..., Any], **of_project: Callable[[str], Any]
+) -> T:
+    """The service ``kept`` holds for ``pid``, made (once) from its store or repository."""
+    if pid not in kept:
+        made = await resolved(make(**{name: get(pid) for name, get in of_project.items()}))
+        kept.setdefault(pid, made)
+    return kept[pid]

@@ -221,16 +221,17 @@ def test_the_nearest_file_with_a_matching_rule_decides() -> None:
 
 def test_an_ignore_file_is_compiled_for_its_own_directory() -> None:
     rules = Rules()
-    assert compile_file(rules, "a/b/.gitignore", b"*.log\r\nx\ry\n\xff\n") is not None
-    assert compile_file(rules, ".ignore", b"*.tmp\n") is not None
-    assert compile_file(rules, GIT_EXCLUDE, b"local/\n") is not None
-    assert compile_file(rules, ".gitignore", b"# nothing\n\n") is None
+    errors: list[FileError] = []
+    assert compile_file(rules, "a/b/.gitignore", b"*.log\r\nx\ry\n\xff\n", errors) is not None
+    assert compile_file(rules, ".ignore", b"*.tmp\n", errors) is not None
+    assert compile_file(rules, GIT_EXCLUDE, b"local/\n", errors) is not None
+    assert compile_file(rules, ".gitignore", b"# nothing\n\n", errors) is None
+    assert errors == []
     assert rules.compiled == [
         (["*.log", "x", "y", "\ufffd"], "a/b/"),
         (["*.tmp"], ""),
         (["local/"], ""),  # the exclude file applies from the root, not from .git/info/
         (["# nothing", ""], ""),
     ]
-    assert compile_file(rules, "sub/.gitignore", b"ok\n!\n") == FileError(
-        path="sub/.gitignore", error="invalid ignore pattern: bad line"
-    )
+    assert compile_file(rules, "sub/.gitignore", b"ok\n!\n", errors) is None
+    assert errors == [FileError(path="sub/.gitignore", error="invalid ignore pattern: bad line")]

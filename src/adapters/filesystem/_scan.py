@@ -115,11 +115,7 @@ class Scan:
         except OSError as e:
             self._error(rel, e)
             return None
-        patterns = compile_ignore_file(self.rules, rel, data)
-        if isinstance(patterns, FileError):
-            self.errors.append(patterns)
-            return None
-        return patterns
+        return compile_ignore_file(self.rules, rel, data, self.errors)
 
     def _add_symlink(self, link: str, rel: str, ignores: IgnoreFiles) -> None:
         target = os.path.realpath(link)

@@ -190,11 +190,7 @@ class _Scan:
         data = self.files.get(rel)
         if data is None or self.rules is None:
             return None
-        patterns = compile_ignore_file(self.rules, rel, data)
-        if isinstance(patterns, FileError):
-            self.errors.append(patterns)
-            return None
-        return patterns
+        return compile_ignore_file(self.rules, rel, data, self.errors)
 
 
 def _directories(files: Collection[str]) -> dict[str, tuple[list[str], set[str]]]:

@@ -61,16 +61,17 @@ class IgnoreFiles:
 
 
 def compile_ignore_file(
-    rules: IgnoreRules, rel: str, data: bytes
-) -> IgnoreMatcher | FileError | None:
+    rules: IgnoreRules, rel: str, data: bytes, errors: list[FileError]
+) -> IgnoreMatcher | None:
     """The patterns of the ignore file at ``rel`` (relative to the root), holding ``data``.
 
     ``GIT_EXCLUDE`` applies from the root, any other file from its own directory. A file with
-    an invalid pattern gives the ``FileError`` to report for it; one without patterns, None.
+    an invalid pattern is reported in ``errors`` and applies none; one without patterns: None.
     """
     directory = "" if rel == GIT_EXCLUDE else rel[: rel.rfind("/") + 1]
     lines = data.decode("utf-8", errors="replace").splitlines()
     try:
         return rules.compile(lines, directory)
     except ValidationFailed as e:
-        return FileError(path=rel, error=f"invalid ignore pattern: {e.rule}")
+        errors.append(FileError(path=rel, error=f"invalid ignore pattern: {e.rule}"))
+        return None
