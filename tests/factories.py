@@ -31,7 +31,7 @@ class FileBatch:
     file: SourceFile
     text: str
     chunks: Sequence[Chunk]
-    vectors: Sequence[Sequence[float]] | None = None
+    vectors: Sequence[Sequence[float] | None] | None = None
 
 
 def symbol_of(piece: str) -> str | None:
@@ -48,7 +48,7 @@ def file_batch(
     repository_id: str,
     path: str,
     pieces: Sequence[str],
-    vectors: Sequence[Sequence[float]] | None = None,
+    vectors: Sequence[Sequence[float] | None] | None = None,
 ) -> FileBatch:
     """A file whose text is ``pieces`` joined by newlines, one chunk per piece."""
     text = "\n".join(pieces)

@@ -55,6 +55,9 @@ INDEX_BATCH_FILES: Final = 64
 # A run chunks in worker processes only when at least this many files changed: starting
 # them costs more than chunking fewer files in one thread.
 INDEX_POOL_MIN_FILES: Final = 1000
+# Chunks a run of the semantic layer embeds and stores at a time: what an interrupted run may
+# lose, and what the model's batches are sorted by length within (longer: less padding).
+VECTOR_BATCH_CHUNKS: Final = 256
 MAX_INDEX_WORKERS: Final = 8
 
 

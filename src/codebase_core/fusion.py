@@ -14,12 +14,17 @@ Two methods, both weighted and both producing a score in [0, 1]:
   ``semantic_min_spread``: when its candidates' cosines crowd into a narrow band (the model
   sees no clear answer), its best scores below 1 and the lexical list decides more.
 
+A chunk without a vector (its repository's semantic layer is still being built, or was never
+built) cannot be in the semantic list; that is no evidence against it. Listed in
+``unvectored``, it is scored by the lexical list alone, as the lexical list scores it
+(``w_l * l / w_l``): with no vector anywhere, fusion ranks exactly as the lexical list does.
+
 Ties are broken by file path, then start line, so fusion is deterministic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -81,8 +86,10 @@ def fuse(
     semantic: Sequence[ScoredChunk],
     lexical: Sequence[ScoredChunk],
     config: FusionConfig,
+    unvectored: Collection[str] = (),
 ) -> list[ScoredChunk]:
-    """Fuse two ranked lists (semantic scores in [0, 1], lexical in [0, 1]) into one."""
+    """Fuse two ranked lists (semantic scores in [0, 1], lexical in [0, 1]) into one; the
+    chunks of ``unvectored`` (ids) are scored by the lexical list alone (see the module doc)."""
     ws, wl = config.semantic_weight, config.lexical_weight
     total_w = ws + wl
     chunks: dict[str, Chunk] = {}
@@ -95,8 +102,10 @@ def fuse(
             for rank, sc in enumerate(ranked, start=1):
                 chunks[sc.chunk.id] = sc.chunk
                 scores[sc.chunk.id] = scores.get(sc.chunk.id, 0.0) + weight / (k + rank)
-        top = total_w / (k + 1)
-        fused = {cid: s / top for cid, s in scores.items()}
+        fused = {
+            cid: s / ((wl if cid in unvectored and wl > 0 else total_w) / (k + 1))
+            for cid, s in scores.items()
+        }
     else:
         sem = {sc.chunk.id: sc.score for sc in semantic}
         lex = {sc.chunk.id: sc.score for sc in lexical}
@@ -109,7 +118,11 @@ def fuse(
         for sc in (*semantic, *lexical):
             chunks[sc.chunk.id] = sc.chunk
         fused = {
-            cid: (ws * sem.get(cid, sem_floor) + wl * lex.get(cid, lex_floor)) / total_w
+            cid: (
+                lex.get(cid, lex_floor)
+                if cid in unvectored and wl > 0
+                else (ws * sem.get(cid, sem_floor) + wl * lex.get(cid, lex_floor)) / total_w
+            )
             for cid in chunks
         }
     # Sorted on plain tuples: best first, then path and line; the position keeps a stable
@@ -118,3 +131,20 @@ def fuse(
         (-fused[cid], c.file_path, c.start_line, i, c) for i, (cid, c) in enumerate(chunks.items())
     )
     return [ScoredChunk(c, min(1.0, max(0.0, -neg))) for neg, _, _, _, c in ordered]
+
+
+def merged(
+    semantic: Sequence[ScoredChunk], lexical: Sequence[ScoredChunk], config: FusionConfig
+) -> list[ScoredChunk]:
+    """A semantic search over chunks of which some have no vector: the chunks of
+    ``semantic`` by their similarity, those of ``lexical`` (none with a vector) by their BM25,
+    each list rescaled over its own candidates (the semantic one with its least spread), then
+    one order by score: each chunk by the one evidence it has."""
+    sem = _minmax({sc.chunk.id: sc.score for sc in semantic}, config.semantic_min_spread)
+    lex = _minmax({sc.chunk.id: sc.score for sc in lexical})
+    both = [ScoredChunk(sc.chunk, sem[sc.chunk.id]) for sc in semantic]
+    both += [ScoredChunk(sc.chunk, lex[sc.chunk.id]) for sc in lexical]
+    ordered = sorted(
+        (-sc.score, sc.chunk.file_path, sc.chunk.start_line, i, sc) for i, sc in enumerate(both)
+    )
+    return [ScoredChunk(sc.chunk, min(1.0, max(0.0, sc.score))) for *_, sc in ordered]

@@ -131,6 +131,7 @@ class Container(containers.DeclarativeContainer):
         tokens=token_counter,
         embedder=embedder,
         batch_files=config.index_batch_files,
+        vector_batch=config.vector_batch_chunks,
         workers=config.index_workers,
         chunking_pool=providers.Singleton(ProcessChunkingPool),
     )

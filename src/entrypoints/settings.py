@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     # own chunk, which embeds better; figures in bench/README.md).
     chunk_min_tokens: int = Field(default=defaults.CHUNK_MIN_TOKENS, ge=0)
     index_batch_files: int = Field(default=defaults.INDEX_BATCH_FILES, ge=1)
+    # Chunks embedded, then stored in one step, per batch of the semantic layer: an
+    # interrupted run loses at most one batch.
+    vector_batch_chunks: int = Field(default=defaults.VECTOR_BATCH_CHUNKS, ge=1, le=100_000)
     # Processes chunking a change set of 1,000 or more files (1: a thread of this process).
     # Workers are spawned with a blank __main__, so they never import the caller's main
     # module: a library process gets the CLI's default too.

@@ -93,3 +93,23 @@ async def test_a_repository_without_vectors_may_gain_the_project_model(
     hits, total = await chunk_store.vector_search([0.8, 0.6], NO_FILTER, 5)
     assert total == 2 and hits[0].chunk.repository_id == "r2"
     assert {r.embedding_model for r in await chunk_store.list_repositories()} == {"m1"}
+
+
+async def test_a_repository_whose_vectors_are_being_built_holds_its_model(
+    chunk_store: ChunkStore,
+) -> None:
+    # Its lexical layer is written, no vector yet: it is still indexed with m1, and its
+    # semantic layer will be m1's. Another model beside it is refused as if it held them.
+    m1 = {"embedding_model": "m1", "embedding_dimension": 2}
+    await chunk_store.save_repository(repo().model_copy(update=m1))
+    await chunk_store.replace_files("r1", [file_batch("r1", "a.py", ["def a():\n    return 1"])])
+    assert (await chunk_store.get_repository("r1")).vectors_missing == 1
+    other = repo("r2", "/repos/r2", "r2").model_copy(
+        update={"embedding_model": "m2", "embedding_dimension": 3}
+    )
+    with pytest.raises(ModelMismatch, check=needs_forced_reindex):
+        await chunk_store.save_repository(other)
+    # A repository registered with a model but holding nothing yet blocks nobody.
+    await chunk_store.delete_repository("r1")
+    await chunk_store.save_repository(repo().model_copy(update=m1))
+    await chunk_store.save_repository(other)

@@ -10,7 +10,7 @@ from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
-from codebase_mcp_search.core.models import Embeddings
+from codebase_mcp_search.core.models import Embeddings, IndexRequest, IndexResult, VectorResult
 from codebase_mcp_search.core.services import IndexingService
 from tests.factories import THREADS
 
@@ -71,3 +71,11 @@ def numbered_files(n: int, edited: Sequence[int] = ()) -> dict[str, bytes]:
 def dump(chunks: Sequence[object]) -> list[str]:
     """Chunks as sorted JSON, to compare two indexes field for field."""
     return sorted(c.model_dump_json() for c in chunks)  # type: ignore[attr-defined]
+
+
+async def index_both(
+    service: IndexingService, request: IndexRequest
+) -> tuple[IndexResult, VectorResult]:
+    """Both layers, in order: the lexical run, then the vectors it left missing."""
+    lexical = await service.index(request)
+    return lexical, await service.build_vectors(request)

@@ -73,6 +73,7 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "chunk_max_tokens": [(TreeSitterChunker, "max_tokens")],
     "chunk_min_tokens": [(TreeSitterChunker, "min_tokens")],
     "index_batch_files": [(IndexingService, "batch_files")],
+    "vector_batch_chunks": [(IndexingService, "vector_batch")],
     "fusion_method": [(FusionConfig, "method")],
     "fusion_normalisation": [(FusionConfig, "normalisation")],
     "fusion_semantic_weight": [(FusionConfig, "semantic_weight")],

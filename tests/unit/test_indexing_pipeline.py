@@ -1,20 +1,19 @@
-"""The indexing pipeline: stages overlapping (the next batch embedded while the last is
-written, at most two writes in flight, a started write finished even when the run is
-cancelled) and the scan while the lock is taken. Where chunking runs (early, in a thread,
+"""The indexing pipeline: stages overlapping (the next batch given its cached vectors while
+the last is written, at most two writes in flight, a started write finished even when the run
+is cancelled) and the scan while the lock is taken. Where chunking runs (early, in a thread,
 or in worker processes): test_indexing_chunking.py."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 
 import pytest
 
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import Embeddings, IndexRequest, repository_id_for
+from codebase_mcp_search.core.models import IndexRequest, repository_id_for
 from codebase_mcp_search.core.services import IndexingService
 from codebase_mcp_search.core.services.indexing import pipeline
 from tests.factories import THREADS
@@ -27,7 +26,8 @@ from tests.unit.indexing_doubles import (
 
 
 class _GatedStore(InMemoryChunkStore):
-    """Holds each write until the embedder has started on the next batch (or the run ends)."""
+    """Holds each write until the next batch's vectors are looked up in the embedding cache
+    (or the run ends)."""
 
     def __init__(self, next_embedding: asyncio.Event) -> None:
         super().__init__()
@@ -43,18 +43,12 @@ class _GatedStore(InMemoryChunkStore):
             pass  # the last batch: nothing follows it
         await super().replace_files(repository_id, files)
 
-
-class _SignallingEmbedder(HashingEmbedder):
-    def __init__(self, started: asyncio.Event) -> None:
-        super().__init__(64)
-        self._started = started
-
-    async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
-        self._started.set()
-        return await super().embed_documents(texts)
+    async def cached_embeddings(self, model, content_hashes):  # type: ignore[no-untyped-def]
+        self._next.set()
+        return await super().cached_embeddings(model, content_hashes)
 
 
-async def test_the_next_batch_is_embedded_while_the_last_one_is_written() -> None:
+async def test_the_next_batch_is_prepared_while_the_last_one_is_written() -> None:
     files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(8)}
     started = asyncio.Event()
     store = _GatedStore(started)
@@ -63,12 +57,12 @@ async def test_the_next_batch_is_embedded_while_the_last_one_is_written() -> Non
         InMemorySourceTree({ROOT: files}),
         CHUNKER,
         TOKENS,
-        _SignallingEmbedder(started),
+        HashingEmbedder(64),
         chunking_pool=THREADS,
         batch_files=2,
     )
     result = await service.index(IndexRequest(root=ROOT))
-    # 4 batches: each of the first 3 writes saw the next batch's embedding begin.
+    # 4 batches: each of the first 3 writes saw the next batch's cache lookup begin.
     assert result.files_indexed == 8
     assert store.overlapped == 3
     assert len(await store.chunks(result.repository_id)) == 8

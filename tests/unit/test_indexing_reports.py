@@ -13,31 +13,38 @@ from tests.factories import THREADS
 from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS, CountingEmbedder, new_service
 
 
-async def test_the_embedding_phase_counts_chunks_as_batches_are_embedded() -> None:
+async def test_the_embedding_phase_counts_vectors_as_batches_are_stored() -> None:
     files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(5)}
     tree, store, emb = InMemorySourceTree({ROOT: files}), InMemoryChunkStore(), CountingEmbedder()
+    service = IndexingService(
+        store, tree, CHUNKER, TOKENS, emb, batch_files=2, vector_batch=2, chunking_pool=THREADS
+    )
     events: list[tuple[str, int, int]] = []
 
     async def progress(phase: str, done: int, total: int) -> None:
         events.append((phase, done, total))
 
-    result = await new_service(tree, store, emb).index(IndexRequest(root=ROOT), progress=progress)
-    embedding = [(d, t) for p, d, t in events if p == "embedding"]
-    # Three batches of two files: each announced (the total grows), then done.
-    assert len(embedding) == 6
-    assert all(d <= t for d, t in embedding)
-    assert [d for d, _ in embedding] == sorted(d for d, _ in embedding)
-    assert [t for _, t in embedding] == sorted(t for _, t in embedding)
-    assert embedding[-1] == (result.chunks_embedded, result.chunks_embedded) == (5, 5)
-    # The other phases report as before.
+    lexical = await service.index(IndexRequest(root=ROOT), progress=progress)
+    # The lexical layer has no embedding phase: it asks nothing of the model.
+    assert not [e for e in events if e[0] == "embedding"] and emb.embedded == []
     assert events[0] == ("scanning", 0, 1) and events[-1] == ("done", 5, 5)
     assert [d for p, d, _ in events if p == "writing"] == [2, 4, 5]
+    assert lexical.vectors_missing == 5
 
-    # Every vector from the cache: nothing goes to the model, no embedding phase.
     events.clear()
-    await new_service(tree, store, emb).index(
-        IndexRequest(root=ROOT, force=True), progress=progress
-    )
+    result = await service.build_vectors(IndexRequest(root=ROOT), progress=progress)
+    embedding = [(d, t) for p, d, t in events if p == "embedding"]
+    # Counted against what was missing when the run began, one report per stored batch.
+    assert embedding == [(0, 5), (2, 5), (4, 5), (5, 5)]
+    assert result.chunks_embedded == len(emb.embedded) == 5
+    assert events[-1] == ("done", 5, 5)
+
+    # Every vector from the cache: the lexical run attaches them, nothing is left to build.
+    events.clear()
+    forced = await service.index(IndexRequest(root=ROOT, force=True), progress=progress)
+    assert forced.embeddings_cached == 5 and forced.vectors_missing == 0
+    again = await service.build_vectors(IndexRequest(root=ROOT), progress=progress)
+    assert again.chunks_embedded == 0 and len(emb.embedded) == 5
     assert not [e for e in events if e[0] == "embedding"]
 
 

@@ -28,6 +28,7 @@ from tests.unit.indexing_doubles import (
     ROOT,
     TOKENS,
     CountingEmbedder,
+    index_both,
     new_service,
 )
 
@@ -55,14 +56,18 @@ async def test_first_index_then_unchanged_reindex_does_nothing() -> None:
         CountingEmbedder(),
     )
     service = new_service(tree, store, emb)
-    first = await service.index(IndexRequest(root=ROOT))
+    first, vectors = await index_both(service, IndexRequest(root=ROOT))
     assert first.status is IndexStatus.SUCCESS
     assert (first.files_indexed, first.files_unchanged, first.files_deleted) == (3, 0, 0)
     assert first.chunks_created == len(await store.chunks(first.repository_id)) > 3
-    assert first.chunks_embedded == len(emb.embedded)
+    # The lexical layer asks nothing of the model; the semantic layer embeds every chunk.
+    assert first.chunks_embedded == 0 and first.vectors_missing == first.chunks_created
+    assert vectors.chunks_embedded == len(emb.embedded) == first.chunks_created
+    assert vectors.vectors_missing == 0
     writes, embedded = store.writes, len(emb.embedded)
-    again = await service.index(IndexRequest(root=ROOT))
-    assert (again.files_indexed, again.files_unchanged, again.chunks_embedded) == (0, 3, 0)
+    again, more = await index_both(service, IndexRequest(root=ROOT))
+    assert (again.files_indexed, again.files_unchanged, again.vectors_missing) == (0, 3, 0)
+    assert more.chunks_embedded == 0
     assert store.writes == writes and len(emb.embedded) == embedded
 
 
@@ -73,23 +78,24 @@ async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> N
         CountingEmbedder(),
     )
     service = new_service(tree, store, emb)
-    await service.index(IndexRequest(root=ROOT))
+    await index_both(service, IndexRequest(root=ROOT))
     emb.embedded.clear()
     edited = FILES["app/auth.py"].replace(
         "return hash_password(pw) == digest",
         "return hmac.compare_digest(hash_password(pw), digest)",
     )
     tree.put(ROOT, "app/auth.py", edited)
-    result = await service.index(IndexRequest(root=ROOT))
+    result, _ = await index_both(service, IndexRequest(root=ROOT))
     assert result.files_indexed == 1 and result.files_unchanged == 2
     assert emb.embedded and all(
         "hash_password(pw):\n    return hashlib" not in t for t in emb.embedded
     )
     assert any("compare_digest" in t for t in emb.embedded)
     emb.embedded.clear()
-    forced = await service.index(IndexRequest(root=ROOT, force=True))
-    assert forced.files_indexed == 3 and forced.chunks_embedded == 0 and emb.embedded == []
-    assert forced.embeddings_cached == forced.chunks_created or forced.embeddings_cached > 0
+    forced, vectors = await index_both(service, IndexRequest(root=ROOT, force=True))
+    assert forced.files_indexed == 3 and vectors.chunks_embedded == 0 and emb.embedded == []
+    # Every vector came from the cache with the lexical run: nothing is left missing.
+    assert forced.embeddings_cached == forced.chunks_created and forced.vectors_missing == 0
 
 
 async def test_deleted_files_lose_their_chunks() -> None:
@@ -150,24 +156,27 @@ async def test_model_change_requires_force() -> None:
         InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}),
         InMemoryChunkStore(),
     )
-    await new_service(tree, store, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
+    await index_both(new_service(tree, store, HashingEmbedder(64)), IndexRequest(root=ROOT))
     with pytest.raises(ModelMismatch, check=needs_forced_reindex):
         await new_service(tree, store, HashingEmbedder(128)).index(IndexRequest(root=ROOT))
-    result = await new_service(tree, store, HashingEmbedder(128)).index(
-        IndexRequest(root=ROOT, force=True)
+    result, vectors = await index_both(
+        new_service(tree, store, HashingEmbedder(128)), IndexRequest(root=ROOT, force=True)
     )
     repo = await store.get_repository(result.repository_id)
-    assert repo.embedding_model == "hash-128" and result.chunks_embedded == 1
+    assert repo.embedding_model == "hash-128" and result.vectors_missing == 1
+    assert vectors.chunks_embedded == 1 and repo.vector_count == 1
 
 
 async def test_a_lexical_only_repository_gains_vectors_without_force() -> None:
     files = {"a.py": b"def f():\n    return 1\n", "b.py": b"def g():\n    return 2\n"}
     tree, store = InMemorySourceTree({ROOT: files}), InMemoryChunkStore()
     await new_service(tree, store, None).index(IndexRequest(root=ROOT))
-    result = await new_service(tree, store, HashingEmbedder(64)).index(IndexRequest(root=ROOT))
-    assert result.files_indexed == 2 and result.chunks_embedded == 2
+    result, vectors = await index_both(
+        new_service(tree, store, HashingEmbedder(64)), IndexRequest(root=ROOT)
+    )
+    assert result.files_indexed == 2 and vectors.chunks_embedded == 2
     repo = await store.get_repository(result.repository_id)
-    assert repo.embedding_model == "hash-64"
+    assert repo.embedding_model == "hash-64" and repo.vectors_missing == 0
     # The other way would lose vectors: that still needs force.
     with pytest.raises(ModelMismatch, check=needs_forced_reindex):
         await new_service(tree, store, None).index(IndexRequest(root=ROOT))
@@ -245,30 +254,35 @@ async def test_incremental_reindex_equals_fresh_index(
     store = InMemoryChunkStore()
     emb = CountingEmbedder()
     service = new_service(tree, store, emb)
-    await service.index(IndexRequest(root=ROOT))
+    await index_both(service, IndexRequest(root=ROOT))
     for path in before:
         tree.remove(ROOT, path)
     for path, text in after.items():
         tree.put(ROOT, path, text)
-    result = await service.index(IndexRequest(root=ROOT))
+    result, _ = await index_both(service, IndexRequest(root=ROOT))
 
     fresh_store = InMemoryChunkStore()
-    fresh = await new_service(
-        InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}),
-        fresh_store,
-        CountingEmbedder(),
-    ).index(IndexRequest(root=ROOT))
+    fresh, _ = await index_both(
+        new_service(
+            InMemorySourceTree({ROOT: {k: v.encode() for k, v in after.items()}}),
+            fresh_store,
+            CountingEmbedder(),
+        ),
+        IndexRequest(root=ROOT),
+    )
     assert _state(await store.chunks(result.repository_id)) == _state(
         await fresh_store.chunks(fresh.repository_id)
     )
     assert await store.file_hashes(result.repository_id) == await fresh_store.file_hashes(
         fresh.repository_id
     )
+    assert (await store.get_repository(result.repository_id)).vectors_missing == 0
 
     # And a third run over the unchanged tree writes and embeds nothing.
     embedded = len(emb.embedded)
-    third = await service.index(IndexRequest(root=ROOT))
+    third, vectors = await index_both(service, IndexRequest(root=ROOT))
     assert third.files_indexed == 0 and third.files_deleted == 0 and len(emb.embedded) == embedded
+    assert vectors.chunks_embedded == 0
 
 
 class FailingEmbedder(HashingEmbedder):
@@ -285,17 +299,24 @@ class FailingEmbedder(HashingEmbedder):
         return await super().embed_documents(texts)
 
 
-async def test_embedder_failure_mid_run_keeps_whole_files_and_resumes() -> None:
+async def test_embedder_failure_mid_vectors_keeps_stored_batches_and_resumes() -> None:
     files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(6)}
     store = InMemoryChunkStore()
     tree = InMemorySourceTree({ROOT: files})
+    failing = IndexingService(
+        store, tree, CHUNKER, TOKENS, FailingEmbedder(), vector_batch=2, chunking_pool=THREADS
+    )
+    # The lexical layer needs no model: every file is written and searchable.
+    lexical = await failing.index(IndexRequest(root=ROOT))
+    assert lexical.files_indexed == 6 and lexical.vectors_missing == 6
     with pytest.raises(EmbedderUnavailable):
-        await new_service(tree, store, FailingEmbedder()).index(IndexRequest(root=ROOT))
-    repo = await store.find_repository(ROOT)
-    assert repo is not None
-    assert sorted(await store.file_hashes(repo.id)) == ["m0.py", "m1.py"]
-    resumed = await new_service(tree, store, CountingEmbedder(64)).index(IndexRequest(root=ROOT))
-    assert resumed.files_indexed == 4 and resumed.status is IndexStatus.SUCCESS
+        await failing.build_vectors(IndexRequest(root=ROOT))
+    # The first batch of vectors was stored before the model went away: it stays.
+    repo = await store.get_repository(lexical.repository_id)
+    assert (repo.vector_count, repo.vectors_missing) == (2, 4)
+    emb = CountingEmbedder(64)
+    resumed = await new_service(tree, store, emb).build_vectors(IndexRequest(root=ROOT))
+    assert resumed.chunks_embedded == len(emb.embedded) == 4 and resumed.vectors_missing == 0
 
 
 class _TruncatingEmbedder(HashingEmbedder):
@@ -319,5 +340,5 @@ async def test_truncated_chunks_are_counted_in_the_result() -> None:
         _TruncatingEmbedder(64),
         chunking_pool=THREADS,
     )
-    result = await service.index(IndexRequest(root=ROOT))
-    assert result.chunks_embedded == 2 and result.chunks_truncated == 1
+    _, vectors = await index_both(service, IndexRequest(root=ROOT))
+    assert vectors.chunks_embedded == 2 and vectors.chunks_truncated == 1

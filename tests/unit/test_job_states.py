@@ -144,12 +144,16 @@ def test_the_percentage_only_grows_stays_in_range_and_ends_at_100(
 def test_phases_cover_their_shares() -> None:
     counts = RunCounts(files_scanned=100, files_to_index=100)
     assert run_percentage("scanning", counts) == 10
-    counts.files_chunked = 100  # everything chunked, nothing to embed yet
-    assert run_percentage("chunking", counts) == pytest.approx(90)
-    counts.to_embed, counts.embedded = 1000, 500
-    assert run_percentage("embedding", counts) == pytest.approx(70)
-    counts.embedded, counts.files_written = 1000, 100
+    counts.files_chunked = 100  # everything chunked, nothing written yet
+    assert run_percentage("chunking", counts) == pytest.approx(70)
+    counts.files_written = 50
+    assert run_percentage("writing", counts) == pytest.approx(84.5)
+    counts.files_written = 100
     assert run_percentage("writing", counts) == pytest.approx(99)
+    # A run of the semantic layer is the share of its vectors stored.
+    vectors = RunCounts(to_embed=1000, vectors_stored=500)
+    assert run_percentage("embedding", vectors) == pytest.approx(49.5)
+    assert run_percentage("done", vectors) == 100
 
 
 def test_messages_name_the_current_work_and_eta_follows_the_rate() -> None:
@@ -162,15 +166,25 @@ def test_messages_name_the_current_work_and_eta_follows_the_rate() -> None:
     tracker.counts.files_to_index = 10
     tracker("chunking", 0, 10)
     tracker.counts.files_chunked = 5
-    tracker.counts.to_embed = 2500
-    tracker.counts.embedded = 1250
     now[0] = 10.0
-    tracker("embedding", 1250, 2500)
+    tracker("chunking", 5, 10)
     snap = tracker.snapshot()
-    assert snap.message == "Generating embeddings: 1250/2500"
+    assert snap.message == "Chunking files: 5/10"
     # 10 s bought 10% -> 40% (30 points): 60 points left take 20 s.
     assert snap.percentage == 40
     assert snap.eta_seconds == pytest.approx(20.0)
+
+    vectors = RunProgress(clock=lambda: now[0])
+    vectors.counts.to_embed = 2000
+    vectors("embedding", 0, 2000)
+    vectors.counts.vectors_stored = 1000
+    now[0] = 40.0
+    vectors("embedding", 1000, 2000)
+    snap = vectors.snapshot()
+    assert snap.message == "Generating embeddings: 1000/2000"
+    # 30 s bought 49.5 points: the other 50.5 take about as long.
+    assert snap.percentage == 49
+    assert snap.eta_seconds == pytest.approx(30.6, abs=0.1)
 
 
 def test_a_resumed_job_never_goes_back() -> None:

@@ -49,9 +49,10 @@ class Provider:
 
 
 async def _index(store: InMemoryChunkStore, root: str, embedder: Embedder | None) -> str:
-    result = await IndexingService(
-        store, TREE, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
-    ).index(IndexRequest(root=root))
+    """Both layers of ``root``: its chunks, then their vectors (with an embedder)."""
+    service = IndexingService(store, TREE, CHUNKER, TOKENS, embedder, chunking_pool=THREADS)
+    result = await service.index(IndexRequest(root=root))
+    await service.build_vectors(IndexRequest(root=root))
     return result.repository_id
 
 
@@ -136,10 +137,10 @@ async def test_a_repository_without_vectors_is_ranked_lexically_in_a_mixed_proje
 
 async def test_indexing_the_lexical_only_repository_adds_its_vectors_without_force() -> None:
     store, _, without_id = await _mixed()
-    again = await IndexingService(store, TREE, CHUNKER, TOKENS, EMB, chunking_pool=THREADS).index(
-        IndexRequest(root="/without")
-    )
-    assert again.chunks_embedded > 0 and again.files_indexed == 1
+    service = IndexingService(store, TREE, CHUNKER, TOKENS, EMB, chunking_pool=THREADS)
+    again = await service.index(IndexRequest(root="/without"))
+    assert again.files_indexed == 1 and again.vectors_missing > 0
+    assert (await service.build_vectors(IndexRequest(root="/without"))).chunks_embedded > 0
     repo = await store.get_repository(without_id)
     assert repo.embedding_model == EMB.model
     result = await SearchService(store, EMB).search(

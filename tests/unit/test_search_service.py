@@ -66,9 +66,9 @@ async def _indexed(embedder: HashingEmbedder | None = None) -> tuple[InMemoryChu
     }
     tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in files.items()}})
     store = InMemoryChunkStore()
-    result = await IndexingService(
-        store, tree, CHUNKER, TOKENS, embedder, chunking_pool=THREADS
-    ).index(IndexRequest(root=ROOT))
+    service = IndexingService(store, tree, CHUNKER, TOKENS, embedder, chunking_pool=THREADS)
+    result = await service.index(IndexRequest(root=ROOT))
+    await service.build_vectors(IndexRequest(root=ROOT))
     return store, result.repository_id
 
 

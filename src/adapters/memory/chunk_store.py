@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from codebase_mcp_search.adapters.memory.vector_index import Matrix, VectorIndex, top, unit
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
 from codebase_mcp_search.core.models import (
@@ -26,20 +26,12 @@ from codebase_mcp_search.core.models import (
 from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 from codebase_mcp_search.core.ports import IndexedFile
 
-Matrix = npt.NDArray[np.float32]
-
 
 @dataclass(slots=True)
 class _StoredFile:
     file: SourceFile
     text: str
     chunk_ids: list[str]
-
-
-@dataclass(slots=True)
-class _VectorIndex:
-    ids: list[str] = field(default_factory=list)
-    matrix: Matrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
 
 class InMemoryChunkStore:
@@ -61,17 +53,19 @@ class InMemoryChunkStore:
         self._total_len = 0
         # float32 arrays, not lists of Python floats: a 384-d list costs ~12 KiB, an array 1.5.
         self._cache: dict[tuple[str, str], Matrix] = {}
-        self._index: _VectorIndex | None = None
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._index: VectorIndex | None = None
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     # --- repositories -------------------------------------------------------------------
 
     def _with_counts(self, repo: Repository) -> Repository:
         files = self._files.get(repo.id, {})
+        ids = [cid for f in files.values() for cid in f.chunk_ids]
         return repo.model_copy(
             update={
                 "file_count": len(files),
-                "chunk_count": sum(len(f.chunk_ids) for f in files.values()),
+                "chunk_count": len(ids),
+                "vector_count": sum(1 for cid in ids if cid in self._vectors),
             }
         )
 
@@ -83,8 +77,8 @@ class InMemoryChunkStore:
                     r
                     for rid, r in self._repos.items()
                     if rid != repository.id
-                    and r.embedding_model != model
-                    and self._has_vectors(rid)
+                    and r.embedding_model not in (None, model)
+                    and self._files.get(rid)
                 ),
                 key=lambda r: r.name,
             )
@@ -105,10 +99,6 @@ class InMemoryChunkStore:
                 self._index = None
         self._repos[repository.id] = repository
         self._files.setdefault(repository.id, {})
-
-    def _has_vectors(self, repository_id: str) -> bool:
-        files = self._files.get(repository_id, {})
-        return any(cid in self._vectors for f in files.values() for cid in f.chunk_ids)
 
     async def get_repository(self, repository_id: str) -> Repository:
         repo = self._repos.get(repository_id)
@@ -169,9 +159,9 @@ class InMemoryChunkStore:
                 length = sum(terms.values())
                 self._doc_len[chunk.id] = length
                 self._total_len += length
-                if f.vectors is not None:
+                if f.vectors is not None and f.vectors[i] is not None:
                     raw = np.asarray(f.vectors[i], dtype=np.float32)
-                    self._vectors[chunk.id] = _unit(raw)
+                    self._vectors[chunk.id] = unit(raw)
                     if model is not None:
                         self._cache[(model, chunk.content_hash)] = raw
             stored_files[f.file.path] = _StoredFile(
@@ -214,6 +204,9 @@ class InMemoryChunkStore:
         stored_files = self._files.get(repository_id, {})
         return {p: stored_files[p].text for p in paths if p in stored_files}
 
+    async def without_vectors(self, chunk_ids: Sequence[str]) -> set[str]:
+        return {cid for cid in chunk_ids if cid in self._chunks and cid not in self._vectors}
+
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
         out: dict[str, tuple[str, str]] = {}
         split: dict[tuple[str, str], list[str]] = {}
@@ -234,16 +227,75 @@ class InMemoryChunkStore:
         out = [self._chunks[cid] for f in stored_files.values() for cid in f.chunk_ids]
         return sorted(out, key=lambda c: (c.file_path, c.start_line, c.end_line))
 
+    def indexing_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        return self._lock(repository_id, "indexed", wait)
+
+    def vectors_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        return self._lock(repository_id, "given its vectors", wait)
+
     @asynccontextmanager
-    async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(repository_id, asyncio.Lock())
+    async def _lock(self, repository_id: str, doing: str, wait: bool) -> AsyncIterator[None]:
+        lock = self._locks.setdefault((repository_id, doing), asyncio.Lock())
         if lock.locked() and not wait:
             raise RepositoryBusy(
-                f"repository {repository_id} is being indexed: retry when it finishes",
+                f"repository {repository_id} is being {doing}: retry when it finishes",
                 repository_id=repository_id,
             )
         async with lock:
             yield
+
+    # --- the semantic layer -------------------------------------------------------------
+
+    async def vector_backlog(self, repository_id: str, limit: int) -> list[Chunk]:
+        out: list[Chunk] = []
+        # In the order chunks were written (a dict keeps it): a backfill goes oldest first.
+        for chunk in self._chunks.values():
+            if len(out) >= limit:
+                break
+            if chunk.repository_id == repository_id and chunk.id not in self._vectors:
+                out.append(chunk)
+        return out
+
+    async def set_vectors(self, repository_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        repo = self._repos.get(repository_id)
+        if repo is None:
+            raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+        wanted = {
+            cid: np.asarray(v, dtype=np.float32)
+            for cid, v in vectors.items()
+            if cid in self._chunks
+            and self._chunks[cid].repository_id == repository_id
+            and cid not in self._vectors
+        }
+        if not wanted:
+            return 0
+        dimension = len(next(iter(wanted.values())))
+        held = self._held_dimension()
+        if held is not None or repo.embedding_dimension is not None:
+            # Vectors beside others of another size, or of another size than the repository
+            # says, are refused as a model change would be.
+            check_one_model(
+                HeldVectors(
+                    model=repo.embedding_model,
+                    dimension=held or repo.embedding_dimension,
+                    repository=repo.name,
+                    repository_id=repo.id,
+                    path=repo.path,
+                ),
+                repo.embedding_model,
+                dimension,
+            )
+        for cid, raw in wanted.items():
+            self._vectors[cid] = unit(raw)
+            if repo.embedding_model is not None:
+                self._cache[(repo.embedding_model, self._chunks[cid].content_hash)] = raw
+        self._index = None
+        return len(wanted)
+
+    def _held_dimension(self) -> int | None:
+        for vector in self._vectors.values():
+            return int(vector.shape[-1])
+        return None
 
     async def optimize(self) -> None:
         """Nothing to build: searches are exact."""
@@ -262,46 +314,12 @@ class InMemoryChunkStore:
 
     # --- search -------------------------------------------------------------------------
 
-    def _vector_index(self) -> _VectorIndex:
-        if self._index is None:
-            ids = list(self._vectors)
-            matrix = (
-                np.vstack([self._vectors[i] for i in ids])
-                if ids
-                else np.zeros((0, 0), dtype=np.float32)
-            )
-            self._index = _VectorIndex(ids=ids, matrix=matrix)
-        return self._index
-
     async def vector_search(
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
-        index = self._vector_index()
-        if not index.ids:
-            return [], 0
-        held = HeldVectors(model=None, dimension=int(index.matrix.shape[1]))
-        check_one_model(held, None, len(vector))
-        if filters == SearchFilters():
-            keep = np.arange(len(index.ids))
-        else:
-            keep = np.array(
-                [i for i, cid in enumerate(index.ids) if filters.matches(self._chunks[cid])],
-                dtype=np.int64,
-            )
-        if keep.size == 0:
-            return [], 0
-        scores = index.matrix[keep] @ _unit(vector)
-        if keep.size > limit:
-            # Exact top-k: everything scoring at least the k-th best (ties included) is sorted.
-            kth = np.partition(scores, keep.size - limit)[keep.size - limit]
-            chosen = np.flatnonzero(scores >= kth)
-        else:
-            chosen = np.arange(keep.size)
-        ranked = _top(
-            [(self._chunks[index.ids[keep[j]]], float(scores[j])) for j in chosen],
-            limit,
-        )
-        return ranked, int(keep.size)
+        if self._index is None:
+            self._index = VectorIndex.of(self._vectors)
+        return self._index.search(self._chunks, vector, filters, limit)
 
     async def lexical_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int
@@ -327,7 +345,7 @@ class InMemoryChunkStore:
             for cid, score in raw.items()
             if filters.matches(self._chunks[cid])
         ]
-        return _top(matched, limit), len(matched)
+        return top(matched, limit), len(matched)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int
@@ -336,14 +354,3 @@ class InMemoryChunkStore:
         found = [c for c in (self._chunks[i] for i in ids) if filters.matches(c)]
         found.sort(key=lambda c: (c.file_path, c.start_line, c.end_line, c.id))
         return found[:limit]
-
-
-def _unit(vector: Sequence[float] | Matrix) -> Matrix:
-    v = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
-
-
-def _top(scored: list[tuple[Chunk, float]], limit: int) -> list[ScoredChunk]:
-    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-    return [ScoredChunk.of(c, s) for c, s in scored[:limit]]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from codebase_mcp_search.core.errors import DuplicateJob
 from codebase_mcp_search.core.models import (
     Job,
+    JobKind,
     JobOutcome,
     JobPage,
     JobProgress,
@@ -39,6 +40,7 @@ class InMemoryJobQueue:
                 other.status in ACTIVE
                 and other.project_id == job.project_id
                 and other.repo_path == job.repo_path
+                and other.kind is job.kind
             ):
                 raise duplicate_job(other)
         if job.id in self._jobs:
@@ -73,16 +75,23 @@ class InMemoryJobQueue:
     def _expired(self, job: Job, now: datetime) -> bool:
         return job.lease_expires_at is None or job.lease_expires_at <= now
 
-    async def claim(self, worker_id: str, lease_s: float) -> Job | None:
+    async def claim(
+        self, worker_id: str, lease_s: float, kinds: Collection[JobKind] | None = None
+    ) -> Job | None:
         now = self._clock()
         claimable = sorted(
             (
                 j
                 for j in self._jobs.values()
-                if j.status is JobStatus.PENDING
-                or (j.status in (JobStatus.RUNNING, JobStatus.BLOCKED) and self._expired(j, now))
+                if (kinds is None or j.kind in kinds)
+                and (
+                    j.status is JobStatus.PENDING
+                    or (
+                        j.status in (JobStatus.RUNNING, JobStatus.BLOCKED) and self._expired(j, now)
+                    )
+                )
             ),
-            key=lambda j: (j.created_at, j.id),
+            key=lambda j: (j.kind is JobKind.SEMANTIC, j.created_at, j.id),
         )
         for job in claimable:
             if job.cancel_requested:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -16,10 +16,12 @@ from codebase_mcp_search.core.models import (
     DEFAULT_JOB_PAGE,
     IndexResult,
     Job,
+    JobKind,
     JobOutcome,
     JobPage,
     JobProgress,
     JobStatus,
+    VectorResult,
     check_transition,
     steps_to,
 )
@@ -32,7 +34,8 @@ from codebase_mcp_search.core.models.jobs import (
 )
 
 _COLUMNS = (
-    "id::text AS id, project_id, repo_path, repo_name, force_reindex, status, cancel_requested, "
+    "id::text AS id, project_id, repo_path, repo_name, force_reindex, kind, status, "
+    "cancel_requested, "
     "progress_percentage, progress_message, files_scanned, files_indexed, chunks_created, "
     "eta_seconds, error_message, error_type, result::text AS result, worker_id, "
     "lease_expires_at, attempts, created_at, started_at, completed_at, cancelled_at"
@@ -58,14 +61,14 @@ def _jobs(template: str, **parts: str) -> str:
 
 SUBMIT = _jobs(
     """INSERT INTO {s}.jobs (id, project_id, repo_path, repo_name, force_reindex, status,
-           progress_message, created_at, queue)
-       VALUES ($1::uuid, $2, $3, $4, $5, 'pending', $6, $7, $8)
+           progress_message, created_at, queue, kind)
+       VALUES ($1::uuid, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)
        RETURNING {columns}""",
     columns=_COLUMNS,
 )
 ACTIVE_OF_REPOSITORY = _jobs(
     """SELECT {columns} FROM {s}.jobs WHERE project_id = $1 AND repo_path = $2
-       AND status IN {active} AND queue = $3""",
+       AND status IN {active} AND queue = $3 AND kind = $4""",
     columns=_COLUMNS,
     active=_ACTIVE,
 )
@@ -85,9 +88,9 @@ PAGE = _jobs(
 COUNT = _jobs("SELECT count(*) FROM {s}.jobs {listed}", listed=_LISTED)
 CLAIMABLE = _jobs(
     """SELECT id::text AS id, status, cancel_requested FROM {s}.jobs
-       WHERE queue = $1 AND (status = 'pending'
-          OR (status IN ('running', 'blocked') AND {expired}))
-       ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED""",
+       WHERE queue = $1 AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
+          AND (status = 'pending' OR (status IN ('running', 'blocked') AND {expired}))
+       ORDER BY kind = 'semantic', created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED""",
     expired=_EXPIRED,
 )
 CLAIM = _jobs(
@@ -149,8 +152,11 @@ def _job(row: Mapping[str, Any]) -> Job:
     values: dict[str, Any] = dict(row)
     values.pop("total", None)
     values["status"] = JobStatus(values["status"])
+    values["kind"] = kind = JobKind(values["kind"])
     raw = values.pop("result")
-    values["result"] = IndexResult.model_validate_json(raw) if raw is not None else None
+    if raw is not None:
+        result = VectorResult if kind is JobKind.SEMANTIC else IndexResult
+        values["result"] = result.model_validate_json(raw)
     return Job(**values)
 
 
@@ -193,6 +199,7 @@ class PgJobQueue:
                     job.progress_message,
                     job.created_at,
                     self._queue,
+                    job.kind.value,
                 )
             except asyncpg.UniqueViolationError as e:
                 if e.constraint_name == "jobs_pkey":
@@ -202,6 +209,7 @@ class PgJobQueue:
                     job.project_id,
                     job.repo_path,
                     self._queue,
+                    job.kind.value,
                 )
                 if existing is None:  # it ended in between: a retry would succeed
                     return await self.submit(job)
@@ -239,11 +247,14 @@ class PgJobQueue:
                 total = await conn.fetchval(COUNT, *args)
         return JobPage(jobs=[_job(r) for r in rows], total_count=total)
 
-    async def claim(self, worker_id: str, lease_s: float) -> Job | None:
+    async def claim(
+        self, worker_id: str, lease_s: float, kinds: Collection[JobKind] | None = None
+    ) -> Job | None:
+        wanted = [k.value for k in kinds] if kinds is not None else None
         async with self._db.connection() as conn:
             while True:
                 async with conn.transaction():
-                    row = await conn.fetchrow(CLAIMABLE, self._queue)
+                    row = await conn.fetchrow(CLAIMABLE, self._queue, wanted)
                     if row is None:
                         return None
                     status = JobStatus(row["status"])

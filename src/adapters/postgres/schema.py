@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS {s}.jobs (
     repo_path text NOT NULL,
     repo_name text NOT NULL,
     force_reindex bool NOT NULL,
+    kind text NOT NULL DEFAULT 'lexical',
     status text NOT NULL,
     cancel_requested bool NOT NULL DEFAULT false,
     progress_percentage int NOT NULL DEFAULT 0,
@@ -69,9 +70,13 @@ CREATE TABLE IF NOT EXISTS {s}.jobs (
     completed_at timestamptz,
     cancelled_at timestamptz
 );
--- One active job per repository of a project; a second submit fails on this index.
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_active
-    ON {s}.jobs (queue, project_id, repo_path)
+-- Which layer a job builds (a table made before the two layers has no column yet).
+ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'lexical';
+-- One active job of each kind per repository of a project; a second submit fails on this
+-- index (it replaces jobs_active, of one active job per repository whatever its kind).
+DROP INDEX IF EXISTS {s}.jobs_active;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_active_of_kind
+    ON {s}.jobs (queue, project_id, repo_path, kind)
     WHERE status IN ('pending', 'running', 'blocked');
 CREATE INDEX IF NOT EXISTS jobs_claimable ON {s}.jobs (queue, created_at, id)
     WHERE status IN ('pending', 'running', 'blocked');
@@ -328,6 +333,17 @@ CREATE TRIGGER notify_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 """,
             channel=CHANGES_CHANNEL,
         ),
+    ),
+    (
+        11,
+        # The semantic layer is built after the lexical one: each repository counts its
+        # chunks holding a vector, as it counts its chunks, so listing repositories tells how
+        # far the layer is without counting rows.
+        Statement("""
+ALTER TABLE {s}.repositories ADD COLUMN vector_count bigint NOT NULL DEFAULT 0;
+UPDATE {s}.repositories r SET vector_count = (
+    SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL);
+"""),
     ),
 ]
 

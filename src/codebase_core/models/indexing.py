@@ -18,7 +18,9 @@ from codebase_mcp_search.core.models.base import FrozenModel, no_nul
 
 
 class Repository(FrozenModel):
-    """An indexed source tree."""
+    """An indexed source tree. Its index has two layers: the lexical one (files and chunks,
+    ``chunk_count``) written by an indexing run, and the semantic one (a vector per chunk of
+    ``embedding_model``, ``vector_count`` of them) built after it."""
 
     id: str
     name: str
@@ -28,6 +30,44 @@ class Repository(FrozenModel):
     file_count: int = 0
     chunk_count: int = 0
     indexed_at: datetime | None = None
+    vector_count: int = 0
+    """Chunks holding a vector of ``embedding_model``: all of them once the semantic layer
+    is built."""
+
+    @property
+    def vectors_missing(self) -> int:
+        """Chunks still waiting for their vector (none without an embedding model)."""
+        if self.embedding_model is None:
+            return 0
+        return max(0, self.chunk_count - self.vector_count)
+
+
+class SemanticLayer(FrozenModel):
+    """How far a repository's semantic layer is built: ``vectors`` of its ``chunks`` hold a
+    vector, and the job building the rest, if one is active (with its estimate of the time
+    left, once it has a rate to go by)."""
+
+    repository_id: str
+    repository: str
+    """The repository's name."""
+    vectors: int
+    chunks: int
+    job_id: str | None = None
+    eta_seconds: float | None = None
+
+    @classmethod
+    def of(cls, repository: Repository) -> SemanticLayer:
+        return cls(
+            repository_id=repository.id,
+            repository=repository.name,
+            vectors=min(repository.vector_count, repository.chunk_count),
+            chunks=repository.chunk_count,
+        )
+
+    @property
+    def percent(self) -> float:
+        """Chunks with a vector, in percent of all (100 for a repository without chunks)."""
+        return 100.0 if self.chunks == 0 else round(100.0 * self.vectors / self.chunks, 1)
 
 
 class IndexRequest(FrozenModel):
@@ -183,7 +223,8 @@ class PreparedFile:
     file: SourceFile
     text: str
     chunks: Sequence[Chunk]
-    vectors: Sequence[Sequence[float]] | None
+    vectors: Sequence[Sequence[float] | None] | None
+    """One entry per chunk (a vector, or None for one left to the semantic layer), or None."""
 
 
 class IndexStatus(StrEnum):
@@ -212,6 +253,25 @@ class IndexResult(FrozenModel):
     # directory, ending with "/") for detailed views.
     files_skipped: dict[str, int] = Field(default_factory=dict)
     skipped: list[SkippedFile] = Field(default_factory=list)
+    # The semantic layer after this run: chunks still waiting for their vector (built after
+    # it, see VectorResult), and the job building them when one was queued.
+    vectors_missing: int = 0
+    vectors_job_id: str | None = None
+
+
+class VectorResult(FrozenModel):
+    """What a run of the semantic layer did: the vectors it stored for a repository's chunks."""
+
+    repository_id: str
+    repository_name: str
+    chunks_embedded: int
+    """Chunk texts the model embedded."""
+    embeddings_cached: int
+    """Chunks given a vector from the embedding cache (their text was embedded before)."""
+    chunks_truncated: int = 0
+    vectors_missing: int = 0
+    """Chunks still without a vector when it ended (written since it began): the next run's."""
+    duration_seconds: float
 
 
 ProgressPhase = Literal[

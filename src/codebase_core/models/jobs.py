@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
+from pathlib import PurePath
 
 from pydantic import Field
 
@@ -29,7 +30,18 @@ from codebase_mcp_search.core.errors import (
     shorten,
 )
 from codebase_mcp_search.core.models.base import FrozenModel, Page, check_uuid
-from codebase_mcp_search.core.models.indexing import IndexRequest, IndexResult
+from codebase_mcp_search.core.models.indexing import IndexRequest, IndexResult, VectorResult
+
+
+class JobKind(StrEnum):
+    """Which layer of a repository's index a job builds. Each kind is exclusive per repository
+    (one active job of it), and the two run side by side: an edit's lexical run never waits
+    behind a backfill of vectors."""
+
+    LEXICAL = "lexical"
+    """Scan, chunk and write what changed: searchable lexically when it ends."""
+    SEMANTIC = "semantic"
+    """Embed the chunks still without a vector, in committed batches."""
 
 
 class JobStatus(StrEnum):
@@ -112,6 +124,20 @@ def new_job_id() -> str:
     return str(uuid.uuid4())
 
 
+def new_job(project_id: str, request: IndexRequest, kind: JobKind, created_at: datetime) -> Job:
+    """A pending job building ``kind``'s layer for ``request``; it names the repository
+    ``request.name``, else the root's last part."""
+    return Job(
+        id=new_job_id(),
+        project_id=project_id,
+        repo_path=request.root,
+        repo_name=request.name or PurePath(request.root).name or request.root,
+        force_reindex=request.force and kind is JobKind.LEXICAL,
+        kind=kind,
+        created_at=created_at,
+    )
+
+
 class JobProgress(FrozenModel):
     """Where a running job is: what a worker writes at each heartbeat."""
 
@@ -131,6 +157,7 @@ class Job(FrozenModel):
     repo_path: str
     repo_name: str
     force_reindex: bool = False
+    kind: JobKind = JobKind.LEXICAL
     status: JobStatus = JobStatus.PENDING
     cancel_requested: bool = False
     progress_percentage: int = Field(default=0, ge=0, le=100)
@@ -141,7 +168,7 @@ class Job(FrozenModel):
     eta_seconds: float | None = None
     error_message: str | None = None
     error_type: str | None = None
-    result: IndexResult | None = None
+    result: IndexResult | VectorResult | None = None
     worker_id: str | None = None
     lease_expires_at: datetime | None = None
     attempts: int = 0
@@ -204,14 +231,15 @@ class JobOutcome(FrozenModel):
     status: JobStatus
     error_message: str | None = None
     error_type: str | None = None
-    result: IndexResult | None = None
+    result: IndexResult | VectorResult | None = None
     progress: JobProgress | None = None
 
 
 def duplicate_job(existing: Job) -> DuplicateJob:
     """The error for a second active job of one repository, naming the first."""
     return DuplicateJob(
-        f"job {existing.id} is already {existing.status.value} for {existing.repo_path} in "
+        f"{existing.kind.value} job {existing.id} is already {existing.status.value} for "
+        f"{existing.repo_path} in "
         f"project {existing.project_id!r}",
         hint=Hint.FOLLOW_JOB,
         job_id=existing.id,

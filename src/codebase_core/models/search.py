@@ -16,7 +16,7 @@ from codebase_mcp_search.core.defaults import (
 )
 from codebase_mcp_search.core.errors import Hint, InvalidLimit, ValidationFailed
 from codebase_mcp_search.core.models.base import FrozenModel, check_uuid, no_nul
-from codebase_mcp_search.core.models.indexing import Chunk
+from codebase_mcp_search.core.models.indexing import Chunk, SemanticLayer
 from codebase_mcp_search.core.models.text import (
     file_extension,
     normalise_directory,
@@ -210,3 +210,9 @@ class SearchResult(FrozenModel):
     # Repositories without vectors (indexed before an embedder was configured) that this
     # semantic or hybrid search ranked lexically; re-indexing them adds their vectors.
     lexical_only_repositories: list[str] = Field(default_factory=list)
+    # Repositories searched whose semantic layer is still being built: their chunks without
+    # a vector were scored by their lexical evidence alone.
+    semantic_coverage: list[SemanticLayer] = Field(default_factory=list)
+    # Repositories searched whose first indexing run has not finished: their files are
+    # searchable as they are written, so a search may miss what is still to come.
+    indexing_repositories: list[str] = Field(default_factory=list)

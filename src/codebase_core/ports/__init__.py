@@ -5,8 +5,8 @@ CPU work; see ``chunking`` and ``files``).
 A port's docstring states its contract, including which core errors it raises:
 
 - ``store``: the chunk store by role (``RepositoryCatalog``, ``FileSnapshots``,
-  ``ChunkWriter``, ``ChunkRetrieval``, ``EmbeddingCache``), composed as ``IndexStore``,
-  ``SearchStore`` and ``ChunkStore``;
+  ``ChunkWriter``, ``VectorWriter``, ``ChunkRetrieval``, ``EmbeddingCache``), composed as
+  ``IndexStore``, ``SearchStore`` and ``ChunkStore``;
 - ``embedding``: ``Embedder``;
 - ``tasks``: ``TaskRepo``;
 - ``jobs``: ``JobQueue``;
@@ -33,6 +33,7 @@ from codebase_mcp_search.core.ports.store import (
     IndexStore,
     RepositoryCatalog,
     SearchStore,
+    VectorWriter,
 )
 from codebase_mcp_search.core.ports.tasks import TaskRepo
 
@@ -56,4 +57,5 @@ __all__ = [
     "SourceTree",
     "TaskRepo",
     "TokenCounter",
+    "VectorWriter",
 ]

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from codebase_mcp_search.core.models import Job, JobOutcome, JobPage, JobProgress, JobStatus
+from codebase_mcp_search.core.models import (
+    Job,
+    JobKind,
+    JobOutcome,
+    JobPage,
+    JobProgress,
+    JobStatus,
+)
 
 
 @runtime_checkable
@@ -13,11 +21,13 @@ class JobQueue(Protocol):
     """Background indexing jobs, shared by every worker of a store (all projects).
 
     Contract:
-    - ``submit`` stores a new pending job; while a job for the same (project_id, repo_path) is
-      pending, running or blocked it raises ``DuplicateJob`` naming that job's id instead.
+    - ``submit`` stores a new pending job; while a job of the same kind for the same
+      (project_id, repo_path) is pending, running or blocked it raises ``DuplicateJob`` naming
+      that job's id instead (jobs of the two kinds of one repository coexist).
     - ``get`` raises ``JobNotFound``; ``list`` gives jobs newest first (created_at, then id,
       descending) filtered by status and project, with the total before ``limit``/``offset``.
-    - ``claim`` gives ``worker_id`` the oldest job that is pending, or running or blocked with
+    - ``claim`` gives ``worker_id`` the oldest job of one of ``kinds`` (None: any), lexical
+      jobs before semantic ones, that is pending, or running or blocked with
       an expired lease (its worker died), as ``running`` with a lease of ``lease_s`` seconds;
       concurrent claims never get the same job. A claimed job whose cancellation was asked is
       ended ``cancelled`` instead of returned. None when nothing is claimable.
@@ -54,7 +64,9 @@ class JobQueue(Protocol):
         """A page of jobs, newest first."""
         ...
 
-    async def claim(self, worker_id: str, lease_s: float) -> Job | None:
+    async def claim(
+        self, worker_id: str, lease_s: float, kinds: Collection[JobKind] | None = None
+    ) -> Job | None:
         """The next job for this worker, now running and leased to it."""
         ...
 

@@ -1,5 +1,6 @@
 """The chunk store, by role: a project's repositories, its files' indexed snapshots, the writing
-of them, the retrieval of chunks for a search, and the embedding cache.
+of them (the lexical layer), the vectors of their chunks written after (the semantic layer),
+the retrieval of chunks for a search, and the embedding cache.
 
 ``ChunkStore`` is every role at once (what an adapter implements); a service depends on the
 roles it uses: ``IndexStore`` for indexing, ``SearchStore`` for search, ``RepositoryCatalog``
@@ -36,15 +37,16 @@ class IndexedFile(Protocol):
     @property
     def chunks(self) -> Sequence[Chunk]: ...
     @property
-    def vectors(self) -> Sequence[Sequence[float]] | None: ...
+    def vectors(self) -> Sequence[Sequence[float] | None] | None: ...
 
 
 @runtime_checkable
 class RepositoryCatalog(Protocol):
     """The repositories of a project.
 
-    Contract: repositories read back carry live ``file_count`` and ``chunk_count`` computed by
-    the store (the values given to ``save_repository`` are ignored). ``save_repository`` with
+    Contract: repositories read back carry live ``file_count``, ``chunk_count`` and
+    ``vector_count`` computed by the store (the values given to ``save_repository`` are
+    ignored). ``save_repository`` with
     a model other than the one whose vectors the store holds raises ``ModelMismatch`` while
     another repository holds such vectors; otherwise it switches the store to the new model and
     drops this repository's old vectors.
@@ -98,7 +100,8 @@ class ChunkWriter(Protocol):
     Contract:
     - ``replace_files`` replaces, for each file given, every chunk and the stored text of that
       file in one atomic step: a concurrent reader sees the old chunks or the new, never a mix.
-      ``vectors`` is None (lexical only) or holds one vector per chunk, in order. Vectors
+      ``vectors`` is None (lexical only) or holds one entry per chunk, in order: its vector, or
+      None for a chunk left to the semantic layer (``VectorWriter``). Vectors
       stored this way are served by ``EmbeddingCache.cached_embeddings`` under the
       repository's embedding model, also after their chunks are replaced or deleted.
     - ``indexing_lock`` serialises indexing of one repository (across processes where the
@@ -121,6 +124,37 @@ class ChunkWriter(Protocol):
 
     async def optimize(self) -> None:
         """Build what searches rely on after writes (ANN indexes); see class doc."""
+        ...
+
+
+@runtime_checkable
+class VectorWriter(Protocol):
+    """The writes of the semantic layer: vectors for chunks the lexical layer wrote without one.
+
+    Contract:
+    - ``vector_backlog`` gives chunks of the repository that hold no vector, in the order they
+      were written, at most ``limit`` (none once every chunk holds one).
+    - ``set_vectors`` stores, in one atomic step, the vector of each chunk of ``vectors`` (by
+      chunk id) that is still indexed in the repository and holds none; it returns how many
+      it stored (a chunk replaced or deleted since is skipped: its id is gone). The vectors
+      are of the repository's embedding model (``ModelMismatch`` when another model's vectors,
+      or another dimension, are held beside them) and serve ``EmbeddingCache`` under it.
+    - ``vectors_lock`` serialises runs of the semantic layer of one repository (across
+      processes where the store is shared), apart from ``ChunkWriter.indexing_lock``: a
+      lexical run never waits for it. With ``wait=False`` a held lock raises
+      ``RepositoryBusy``.
+    """
+
+    async def vector_backlog(self, repository_id: str, limit: int) -> list[Chunk]:
+        """Chunks still without a vector, oldest first (see class doc)."""
+        ...
+
+    async def set_vectors(self, repository_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Store the vectors of chunks that hold none; how many were stored (see class doc)."""
+        ...
+
+    def vectors_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        """Held while one run builds this repository's vectors."""
         ...
 
 
@@ -165,6 +199,11 @@ class ChunkRetrieval(Protocol):
         ``models.context_lines`` gives). A search asks this of its hits only."""
         ...
 
+    async def without_vectors(self, chunk_ids: Sequence[str]) -> set[str]:
+        """Of ``chunk_ids``, those of indexed chunks holding no vector (a hybrid search over a
+        semantic layer still being built scores them lexically alone)."""
+        ...
+
 
 @runtime_checkable
 class EmbeddingCache(Protocol):
@@ -182,8 +221,10 @@ class EmbeddingCache(Protocol):
 
 
 @runtime_checkable
-class IndexStore(RepositoryCatalog, FileSnapshots, ChunkWriter, EmbeddingCache, Protocol):
-    """The roles an indexing run uses."""
+class IndexStore(
+    RepositoryCatalog, FileSnapshots, ChunkWriter, VectorWriter, EmbeddingCache, Protocol
+):
+    """The roles an indexing run uses (both layers)."""
 
 
 @runtime_checkable

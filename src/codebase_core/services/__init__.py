@@ -13,6 +13,8 @@ from codebase_mcp_search.core.services.jobs import (
     JobWatcher,
     JobWorker,
     WorkerConfig,
+    indexing,
+    with_jobs,
 )
 from codebase_mcp_search.core.services.search import SearchService
 from codebase_mcp_search.core.services.tasks import TaskService
@@ -30,4 +32,6 @@ __all__ = [
     "SearchService",
     "TaskService",
     "WorkerConfig",
+    "indexing",
+    "with_jobs",
 ]

@@ -11,10 +11,11 @@ from typing import Protocol
 
 import asyncpg
 
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
 from codebase_mcp_search.adapters.postgres.sql import Statement
-from codebase_mcp_search.core.models import CONTEXT_LINES, Chunk, context_lines
+from codebase_mcp_search.core.models import CONTEXT_LINES, Chunk, SearchFilters, context_lines
 
 # The rows (``SELECT_CHUNK`` and ``seq``) of the chunks whose seqs are $1, each with the
 # project's ``generation`` and ``epoch``; one row of those two alone (chunk columns null) when
@@ -136,3 +137,23 @@ async def _contexts_from_bodies(
         for c in chunks
         if c.id in bodies
     }
+
+
+# The chunks defining a name of $1 (``symbol_names``, indexed), passing {filter} (from $3).
+DEFINITIONS = Statement(
+    """SELECT {chunk} FROM {s}.chunks c
+       WHERE {s}.symbol_names(c.symbol) && $1::text[] AND {filter}
+       ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2""",
+    chunk=SELECT_CHUNK,
+)
+
+
+async def definitions(
+    db: ProjectSession, names: Sequence[str], filters: SearchFilters, limit: int
+) -> list[Chunk]:
+    """Chunks passing ``filters`` whose symbol holds one of ``names`` (an indexed lookup)."""
+    where = SqlFilter(filters, first_param=3)
+    rows = await db.conn.fetch(
+        db.sql(DEFINITIONS, filter=where.sql), list(dict.fromkeys(names)), limit, *where.params
+    )
+    return [chunk_of(r) for r in rows]

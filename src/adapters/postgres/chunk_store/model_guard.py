@@ -14,13 +14,14 @@ from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSes
 from codebase_mcp_search.adapters.postgres.sql import Statement
 
 LOCK_META = Statement("LOCK TABLE {s}.meta IN EXCLUSIVE MODE")
-# Another repository holding vectors of another model than $2.
+# Another repository indexed with another model than $2 (its vectors built or being built:
+# it holds chunks).
 OTHER_MODEL = Statement(
     """
     SELECT r.id, r.name, r.path, r.embedding_model, r.embedding_dimension
     FROM {s}.repositories r
-    WHERE r.id <> $1 AND r.embedding_model IS DISTINCT FROM $2 AND EXISTS (
-        SELECT 1 FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL)
+    WHERE r.id <> $1 AND r.embedding_model IS NOT NULL AND r.embedding_model <> $2
+      AND EXISTS (SELECT 1 FROM {s}.files f WHERE f.repo_id = r.id)
     ORDER BY r.name
     """
 )

@@ -48,6 +48,7 @@ class RepositoryReader:
                 file_count=r["file_count"],
                 chunk_count=r["chunk_count"],
                 indexed_at=r["indexed_at"],
+                vector_count=r["vector_count"],
             )
             for r in rows
         ]

@@ -70,7 +70,8 @@ class Rows:
     """What one write copies in: file, chunk and context records (``FILE_COLUMNS``,
     ``CHUNK_COLUMNS``, ``CONTEXT_COLUMNS``),
     the binary COPY data of their postings blocks (``postings.COLUMNS``), the document
-    statistics they add, and the dimension of their vectors (None without vectors)."""
+    statistics they add, how many chunks come with a vector, and the dimension of those
+    vectors (None without any)."""
 
     files: list[tuple[Any, ...]]
     chunks: list[tuple[Any, ...]]
@@ -79,6 +80,7 @@ class Rows:
     n_docs: int
     total_len: int
     dimension: int | None
+    n_vectors: int = 0
 
 
 def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) -> Rows:
@@ -97,6 +99,7 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
     groups: dict[tuple[str, str | None], int] = {}
     doc_lens: list[int] = []
     dimension: int | None = None
+    n_vectors = 0
     it = iter(seqs)
     for f in files:
         sf = f.file
@@ -120,9 +123,10 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
             block_group.append(groups.setdefault((c.file_path, c.language), len(groups)))
             doc_lens.append(doc_len)
             vec = None
-            if vectors is not None:
+            if vectors is not None and vectors[i] is not None:
                 vec = np.asarray(vectors[i], dtype=np.float32)
                 dimension = vec.shape[0]
+                n_vectors += 1
             chunk_rows.append(
                 (
                     seq,
@@ -152,5 +156,12 @@ def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) 
         np.repeat(np.asarray(block_group, dtype=np.int64), counts),
     )
     return Rows(
-        file_rows, chunk_rows, context_rows, blocks, len(chunk_rows), int(sum(doc_lens)), dimension
+        file_rows,
+        chunk_rows,
+        context_rows,
+        blocks,
+        len(chunk_rows),
+        int(sum(doc_lens)),
+        dimension,
+        n_vectors,
     )

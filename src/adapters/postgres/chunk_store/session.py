@@ -60,7 +60,7 @@ DELETE_CHUNKS_OF_FILES = Statement(_DELETE_CHUNKS, where=_OF_FILES)
 DELETE_FILES = Statement("DELETE FROM {s}.files WHERE repo_id = $1 AND path = ANY($2::text[])")
 ADD_COUNTS = Statement(
     """UPDATE {s}.repositories SET file_count = file_count + $2,
-           chunk_count = chunk_count + $3
+           chunk_count = chunk_count + $3, vector_count = vector_count + $4
        WHERE id = $1"""
 )
 ADD_STATS = Statement(
@@ -71,6 +71,10 @@ RECOUNT_VECTORS = Statement(
     """UPDATE {s}.corpus_stats SET
            n_vectors = (SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL),
            generation = generation + 1"""
+)
+RECOUNT_REPOSITORY_VECTORS = Statement(
+    """UPDATE {s}.repositories r SET vector_count = (
+           SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL)"""
 )
 
 
@@ -129,10 +133,10 @@ class ProjectSession:
         result: str = await self.conn.execute(self.sql(DELETE_FILES), repo_id, list(paths))
         return int(result.rsplit(" ", 1)[-1])
 
-    async def add_counts(self, repo_id: str, files: int, chunks: int) -> None:
-        """Add to a repository's file and chunk counts."""
-        if files or chunks:
-            await self.conn.execute(self.sql(ADD_COUNTS), repo_id, files, chunks)
+    async def add_counts(self, repo_id: str, files: int, chunks: int, vectors: int) -> None:
+        """Add to a repository's file, chunk and vector counts."""
+        if files or chunks or vectors:
+            await self.conn.execute(self.sql(ADD_COUNTS), repo_id, files, chunks, vectors)
 
     async def add_stats(
         self, n_docs: int, total_len: int, n_vectors: int, *, changed: bool
@@ -144,8 +148,10 @@ class ProjectSession:
             await self.conn.execute(self.sql(ADD_STATS), n_docs, total_len, n_vectors)
 
     async def recount_vectors(self) -> None:
-        """Count the project's vectors afresh (after vectors were cleared in bulk)."""
+        """Count the project's vectors afresh, and each repository's (after vectors were
+        cleared in bulk)."""
         await self.conn.execute(self.sql(RECOUNT_VECTORS))
+        await self.conn.execute(self.sql(RECOUNT_REPOSITORY_VECTORS))
 
 
 class OnDemand:

@@ -6,30 +6,27 @@ top as ``PgCaches`` says; the simple reads and the write transactions are spelle
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import numpy as np
 
 from codebase_mcp_search.adapters.postgres import postings
-from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store import embedding_cache
+from codebase_mcp_search.adapters.postgres.chunk_store import embedding_cache, vectors
 from codebase_mcp_search.adapters.postgres.chunk_store.caches import PgCaches
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import ChunkCache
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import (
     ChunkReader,
+    definitions,
     hit_contexts,
 )
-from codebase_mcp_search.adapters.postgres.chunk_store.filter_matches import (
-    FilterMatches,
-)
-from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
+from codebase_mcp_search.adapters.postgres.chunk_store.filter_matches import FilterMatches
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import LexicalSearch
+from codebase_mcp_search.adapters.postgres.chunk_store.locks import repository_lock
 from codebase_mcp_search.adapters.postgres.chunk_store.match_cache import KeptMatches
 from codebase_mcp_search.adapters.postgres.chunk_store.memos import (
     KeptDimension,
@@ -54,16 +51,10 @@ from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
-from codebase_mcp_search.adapters.postgres.database import (
-    LOCK,
-    TRY_LOCK,
-    UNLOCK,
-    PgDatabase,
-    lock_key,
-)
+from codebase_mcp_search.adapters.postgres.database import PgDatabase
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.adapters.postgres.workspaces import Workspace
-from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
+from codebase_mcp_search.core.errors import RepositoryNotFound
 from codebase_mcp_search.core.models import Chunk, Repository, ScoredChunk, SearchFilters
 from codebase_mcp_search.core.ports import IndexedFile
 
@@ -93,13 +84,6 @@ FILE_TEXTS = Statement(
 CHUNKS_OF_REPOSITORY = Statement(
     """SELECT {chunk} FROM {s}.chunks c WHERE c.repo_id = $1
        ORDER BY c.file_path, c.start_line, c.end_line""",
-    chunk=SELECT_CHUNK,
-)
-# The chunks defining a name of $1 (``symbol_names``, indexed), passing {filter} (from $3).
-DEFINITIONS = Statement(
-    """SELECT {chunk} FROM {s}.chunks c
-       WHERE {s}.symbol_names(c.symbol) && $1::text[] AND {filter}
-       ORDER BY c.file_path, c.start_line, c.end_line, c.id LIMIT $2""",
     chunk=SELECT_CHUNK,
 )
 
@@ -279,15 +263,17 @@ class PgChunkStore:
                     columns=list(postings.COLUMNS),
                     format="binary",
                 )
-                await db.add_counts(repository_id, len(rows.files) - files_old, rows.n_docs - n_old)
-                n_vec = rows.n_docs if rows.dimension is not None else 0
+                n_vec = rows.n_vectors
+                await db.add_counts(
+                    repository_id, len(rows.files) - files_old, rows.n_docs - n_old, n_vec - vec_old
+                )
                 await db.add_stats(
                     rows.n_docs - n_old,
                     rows.total_len - len_old,
                     n_vec - vec_old,
                     changed=rows.n_docs > 0 or n_old > 0,
                 )
-        self._segments.wrote(rows.n_docs, vectors=rows.dimension is not None)
+        self._segments.wrote(rows.n_docs, vectors=rows.n_vectors > 0)
 
     async def delete_files(self, repository_id: str, paths: Sequence[str]) -> int:
         async with self._writing() as db, db.conn.transaction():
@@ -295,7 +281,7 @@ class PgChunkStore:
                 return 0
             n, length, nvec = await db.delete_chunks(repository_id, paths)
             deleted = await db.delete_files(repository_id, paths)
-            await db.add_counts(repository_id, -deleted, -n)
+            await db.add_counts(repository_id, -deleted, -n, -nvec)
             await db.add_stats(-n, -length, -nvec, changed=n > 0)
         return deleted
 
@@ -306,6 +292,31 @@ class PgChunkStore:
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
         return await hit_contexts(self._chunks, self._session, chunks)
+
+    async def without_vectors(self, chunk_ids: Sequence[str]) -> set[str]:
+        if not chunk_ids:
+            return set()
+        async with self._session() as db:
+            return await vectors.without(db, chunk_ids)
+
+    # --- the semantic layer -------------------------------------------------------------
+
+    async def vector_backlog(self, repository_id: str, limit: int) -> list[Chunk]:
+        async with self._session() as db:
+            return await vectors.backlog(db, repository_id, limit)
+
+    async def set_vectors(self, repository_id: str, given: Mapping[str, Sequence[float]]) -> int:
+        if not given:
+            return 0
+        async with self._writing() as db, db.conn.transaction():
+            if not await db.conn.fetchval(db.sql(LOCK_REPOSITORY), repository_id):
+                raise RepositoryNotFound(f"no indexed repository with id {repository_id!r}")
+            stored = await vectors.store(db, self._models, repository_id, given)
+        self._segments.wrote(stored, vectors=True)
+        return stored
+
+    def vectors_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        return self._lock(repository_id, "vectors", "given its vectors", wait)
 
     async def chunks(self, repository_id: str) -> list[Chunk]:
         async with self._session() as db:
@@ -353,36 +364,22 @@ class PgChunkStore:
         if not names:
             return []
         async with self._session() as db:
-            where = SqlFilter(filters, first_param=3)
-            rows = await db.conn.fetch(
-                db.sql(DEFINITIONS, filter=where.sql),
-                list(dict.fromkeys(names)),
-                limit,
-                *where.params,
-            )
-        return [chunk_of(r) for r in rows]
+            return await definitions(db, names, filters, limit)
 
     # --- indexing lock and ANN maintenance -----------------------------------------------
 
+    def indexing_lock(self, repository_id: str, *, wait: bool) -> AbstractAsyncContextManager[None]:
+        return self._lock(repository_id, None, "indexed", wait)
+
     @asynccontextmanager
-    async def indexing_lock(self, repository_id: str, *, wait: bool) -> AsyncIterator[None]:
-        """Serialise indexing of one repository across processes (session advisory lock)."""
-        key = lock_key((await self.workspace()).schema, repository_id)
-        async with self._db.connection(session_state=True) as conn:
-            got = await conn.fetchval(TRY_LOCK, key)
-            if not got:
-                if not wait:
-                    raise RepositoryBusy(
-                        f"repository {repository_id} of project {self._project_id!r} is being "
-                        "indexed by another process: retry when it finishes, or wait for it",
-                        repository_id=repository_id,
-                    )
-                await conn.execute(LOCK, key)
-            try:
-                yield
-            finally:
-                with contextlib.suppress(*DRIVER_ERRORS):
-                    await conn.execute(UNLOCK, key)
+    async def _lock(
+        self, repository_id: str, layer: str | None, doing: str, wait: bool
+    ) -> AsyncIterator[None]:
+        """One layer's lock of a repository (see ``locks.repository_lock``)."""
+        schema = (await self.workspace()).schema
+        lock = repository_lock(self._db, schema, self._project_id, repository_id, layer, doing)
+        async with lock(wait):
+            yield
 
     async def optimize(self) -> None:
         """Wait for background ANN builds, then index the tail and merge small segments; after a

@@ -1,9 +1,10 @@
 """What a caller hands a long indexing run (a progress callback, a cancellation token, live
 counts), and the one progress scale of a run: a percentage that only grows.
 
-The run interleaves its phases batch by batch (while one batch is embedded the next is
-chunked and an earlier one written), so each phase's share is weighted by how far that phase
-is over the whole run: scanning 0-10%, chunking 10-50%, embedding 50-90%, writing 90-100%.
+A lexical run interleaves its phases batch by batch (while one batch is written the next is
+chunked), so each phase's share is weighted by how far that phase is over the whole run:
+scanning 0-10%, chunking 10-70%, writing 70-100%. A run of the semantic layer is the share of
+its vectors stored.
 """
 
 from __future__ import annotations
@@ -60,16 +61,18 @@ class RunCounts:
     chunks_created: int = 0
     files_written: int = 0
     embedded: int = 0
+    """Chunk texts the model embedded."""
     cached: int = 0
+    """Chunks given a vector from the embedding cache."""
     truncated: int = 0
     to_embed: int = 0
-    """Chunk texts known to need the model so far (the embedding phase's growing total)."""
+    """Chunks known to need a vector so far (the semantic layer's growing total)."""
+    vectors_stored: int = 0
 
 
 SCAN_SHARE = 10.0
-CHUNK_SHARE = 40.0
-EMBED_SHARE = 40.0
-WRITE_SHARE = 10.0
+CHUNK_SHARE = 60.0
+WRITE_SHARE = 30.0
 MIN_ETA_S = 1.0
 """Progress measured over less time than this says little about the rest of the run."""
 
@@ -79,27 +82,18 @@ def _fraction(done: int, total: int) -> float:
 
 
 def run_percentage(phase: ProgressPhase, counts: RunCounts) -> float:
-    """Where a run is on 0-100 from its counts (not yet made monotonic).
-
-    The embedding total grows as batches are cut: it is extrapolated from the share of files
-    chunked so far. A run with nothing to embed (no embedder, or every vector cached) counts
-    its embedding share as the chunking goes.
-    """
+    """Where a run is on 0-100 from its counts (not yet made monotonic): a lexical run by its
+    files, a run of the semantic layer (phase ``embedding``) by its vectors."""
     if phase == "done":
         return 100.0
     if phase in ("waiting", "scanning"):
         # What is left to index is known only once the scan is compared with the index.
         return SCAN_SHARE if counts.files_scanned else 0.0
+    if phase == "embedding":
+        return min(99.0, 99.0 * _fraction(counts.vectors_stored, counts.to_embed))
     chunked = _fraction(counts.files_chunked, counts.files_to_index)
     written = _fraction(counts.files_written, counts.files_to_index)
-    if counts.to_embed == 0:
-        embedded = chunked
-    else:
-        expected = counts.to_embed / max(chunked, 1e-9)
-        embedded = min(1.0, counts.embedded / expected)
-    value = (
-        SCAN_SHARE + CHUNK_SHARE * chunked + EMBED_SHARE * embedded + (WRITE_SHARE - 1) * written
-    )
+    value = SCAN_SHARE + CHUNK_SHARE * chunked + (WRITE_SHARE - 1) * written
     if phase in ("deleting", "optimizing"):
         value = max(value, 99.0)
     return min(value, 99.0)
@@ -114,7 +108,7 @@ def run_message(phase: ProgressPhase, counts: RunCounts, done: int, total: int) 
     if phase == "chunking":
         return f"Chunking files: {counts.files_chunked}/{counts.files_to_index}"
     if phase == "embedding":
-        return f"Generating embeddings: {counts.embedded}/{counts.to_embed}"
+        return f"Generating embeddings: {counts.vectors_stored}/{counts.to_embed}"
     if phase == "writing":
         return f"Writing files: {counts.files_written}/{counts.files_to_index}"
     if phase == "deleting":

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from codebase_mcp_search.core import defaults
-from codebase_mcp_search.core.errors import RepositoryBusy
+from codebase_mcp_search.core.errors import RepositoryBusy, RepositoryNotFound
 from codebase_mcp_search.core.models import (
     IndexRequest,
     IndexResult,
     PreparedFile,
     Repository,
     ScanResult,
+    VectorResult,
     repository_id_for,
     utcnow,
 )
@@ -36,7 +37,7 @@ from codebase_mcp_search.core.ports import (
     TokenCounter,
 )
 from codebase_mcp_search.core.services.indexing import decisions
-from codebase_mcp_search.core.services.indexing.embedding import attach_vectors
+from codebase_mcp_search.core.services.indexing.embedding import attach_cached
 from codebase_mcp_search.core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
 from codebase_mcp_search.core.services.indexing.progress import (
     CancellationToken,
@@ -45,6 +46,7 @@ from codebase_mcp_search.core.services.indexing.progress import (
     report,
 )
 from codebase_mcp_search.core.services.indexing.speculative import SpeculativeChunking
+from codebase_mcp_search.core.services.indexing.vectors import VectorRun, build_vectors
 
 
 @dataclass(slots=True)
@@ -66,7 +68,10 @@ class IndexRun:
 
 
 class IndexingService:
-    """Scans a repository, diffs by content hash, chunks, embeds and writes what changed.
+    """Builds a repository's index in two layers: ``index`` scans, diffs by content hash,
+    chunks and writes what changed (searchable lexically when it returns; vectors the embedding
+    cache holds come with it), and ``build_vectors`` embeds the chunks still without a vector,
+    batch by batch (``services.indexing.vectors``).
 
     Chunking is CPU-bound Python (tree-sitter and tiktoken hold the GIL): it runs in
     ``chunking_pool`` (an adapter's), in one thread unless ``workers`` > 1 and at least
@@ -86,10 +91,14 @@ class IndexingService:
         batch_files: int = defaults.INDEX_BATCH_FILES,
         workers: int | None = None,
         pool_min_files: int = defaults.INDEX_POOL_MIN_FILES,
+        vector_batch: int = defaults.VECTOR_BATCH_CHUNKS,
     ) -> None:
         workers = defaults.index_workers() if workers is None else workers
-        if batch_files < 1 or workers < 1 or pool_min_files < 0:
-            raise ValueError("batch_files and workers must be >= 1, pool_min_files >= 0")
+        if batch_files < 1 or workers < 1 or pool_min_files < 0 or vector_batch < 1:
+            raise ValueError(
+                "batch_files, workers and vector_batch must be >= 1, pool_min_files >= 0"
+            )
+        self._vector_batch = vector_batch
         self._store = store
         self._source = source
         self._chunker = chunker
@@ -208,24 +217,13 @@ class IndexingService:
         size = self._batch_files
         units.extend((len(b), b) for b in (rest[i : i + size] for i in range(0, len(rest), size)))
 
-        async def embedding(missing: int) -> None:
-            # Reported before the batch is embedded, so a slow model shows where it is.
-            counts.to_embed += missing
-            await report(progress, "embedding", counts.embedded, counts.to_embed)
-
         async def embed(prepared: list[PreparedFile]) -> None:
+            # The lexical layer takes the vectors the cache holds; the model's work is left to
+            # the semantic layer (build_vectors), so the run is searchable as soon as written.
             counts.files_chunked += len(prepared)
             await report(progress, "chunking", counts.files_chunked, total)
-            if self._embedder is None:
-                return
-            embedded, cached, truncated = await attach_vectors(
-                self._store, self._embedder, prepared, embedding
-            )
-            counts.embedded += embedded
-            counts.cached += cached
-            counts.truncated += truncated
-            if embedded:
-                await report(progress, "embedding", counts.embedded, counts.to_embed)
+            if model is not None:
+                counts.cached += await attach_cached(self._store, model, prepared)
 
         async def write(prepared: list[PreparedFile], n_files: int) -> None:
             await self._store.replace_files(run.repo_id, prepared)
@@ -270,6 +268,7 @@ class IndexingService:
                     indexed_at=run.began,
                 )
             )
+        after = await self._store.get_repository(run.repo_id)
         await report(progress, "done", total, total)
         return IndexResult(
             repository_id=run.repo_id,
@@ -278,9 +277,9 @@ class IndexingService:
             files_unchanged=changes.unchanged,
             files_deleted=len(changes.removed),
             chunks_created=counts.chunks_created,
-            chunks_embedded=counts.embedded,
+            chunks_embedded=0,
             embeddings_cached=counts.cached,
-            chunks_truncated=counts.truncated,
+            vectors_missing=after.vectors_missing,
             duration_seconds=round(time.perf_counter() - run.started, 3),
             status=decisions.run_status(
                 failed_files=len(errors),
@@ -292,6 +291,53 @@ class IndexingService:
             files_skipped=dict(Counter(s.reason.value for s in scan.skipped)),
             skipped=scan.skipped,
         )
+
+    async def vectors_missing(self, request: IndexRequest) -> int:
+        """Chunks of the repository at ``request.root`` still without a vector (0 without an
+        embedder, or for a repository never indexed)."""
+        if self._embedder is None:
+            return 0
+        repository = await self._store.find_repository(request.root)
+        return repository.vectors_missing if repository is not None else 0
+
+    async def build_vectors(
+        self,
+        request: IndexRequest,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        wait: bool = True,
+        counts: RunCounts | None = None,
+    ) -> VectorResult:
+        """Embed the chunks of the repository at ``request.root`` still without a vector (see
+        ``services.indexing.vectors``); nothing to do without an embedder. Raises
+        ``RepositoryNotFound`` for a repository never indexed, ``EmbedderUnavailable`` when
+        the model fails (the vectors stored so far stay), ``Cancelled`` when ``cancel`` is
+        set, ``RepositoryBusy`` when another run builds this repository's vectors and
+        ``wait`` is False."""
+        repository = await self._store.find_repository(request.root)
+        if repository is None:
+            raise RepositoryNotFound(f"no repository is indexed at {request.root}")
+        run_counts = counts if counts is not None else RunCounts()
+        if self._embedder is None or repository.vectors_missing == 0:
+            return VectorResult(
+                repository_id=repository.id,
+                repository_name=repository.name,
+                chunks_embedded=0,
+                embeddings_cached=0,
+                vectors_missing=repository.vectors_missing,
+                duration_seconds=0.0,
+            )
+        async with self._store.vectors_lock(repository.id, wait=wait):
+            # What is missing now: another run may have built it while this one waited.
+            repository = await self._store.get_repository(repository.id)
+            return await build_vectors(
+                VectorRun(self._store, self._embedder, self._vector_batch),
+                repository,
+                progress=progress,
+                cancel=cancel or CancellationToken(),
+                counts=run_counts,
+            )
 
 
 def _discard(work: asyncio.Future[ScanResult]) -> None:

@@ -10,19 +10,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from pathlib import PurePath
 from typing import Protocol
 
 from codebase_mcp_search.core.errors import DuplicateJob, JobFailed
 from codebase_mcp_search.core.models import (
+    MAX_JOB_PAGE,
     IndexRequest,
     IndexResult,
     Job,
+    JobKind,
     JobPage,
     JobQuery,
     JobStatus,
     check_job_id,
-    new_job_id,
+    new_job,
     utcnow,
 )
 from codebase_mcp_search.core.ports import JobQueue
@@ -67,18 +68,14 @@ class JobService:
         if worker in self._local:
             self._local.remove(worker)
 
-    async def start(self, project_id: str, request: IndexRequest) -> Job:
-        """A new pending job for ``request`` in ``project_id``; ``DuplicateJob`` while another
-        is active for its repository. The job names the repository ``request.name``, else
-        the root's last part."""
-        job = Job(
-            id=new_job_id(),
-            project_id=project_id,
-            repo_path=request.root,
-            repo_name=request.name or PurePath(request.root).name or request.root,
-            force_reindex=request.force,
-            created_at=self._clock(),
-        )
+    async def start(
+        self, project_id: str, request: IndexRequest, kind: JobKind = JobKind.LEXICAL
+    ) -> Job:
+        """A new pending job building ``kind``'s layer for ``request`` in ``project_id``;
+        ``DuplicateJob`` while another of that kind is active for its repository. A lexical
+        job that leaves chunks without a vector queues a semantic one when it ends (see
+        ``JobWorker``)."""
+        job = new_job(project_id, request, kind, self._clock())
         submitted = await self._queue.submit(job)
         for worker in self._local:
             worker.wake()
@@ -87,10 +84,11 @@ class JobService:
     async def run(
         self, project_id: str, request: IndexRequest, watch: JobWatcher | None = None
     ) -> IndexResult:
-        """Index through the queue and wait: submit a job for ``request`` (or join the one
-        already active for its repository; a forced request waits for that one, then submits
-        its own), then follow it to its end, calling ``watch`` with each reading. A job that
-        does not complete raises ``JobFailed`` with its error's code."""
+        """Index through the queue and wait for the lexical layer: submit a lexical job for
+        ``request`` (or join the one already active for its repository; a forced request waits
+        for that one, then submits its own), then follow it to its end, calling ``watch`` with
+        each reading. Its result names the semantic job building the vectors, if one was
+        queued. A job that does not complete raises ``JobFailed`` with its error's code."""
         while True:
             try:
                 job = await self.start(project_id, request)
@@ -100,7 +98,7 @@ class JobService:
                     await self._follow(job, watch)
                     continue
             ended = await self._follow(job, watch)
-            if ended.status is JobStatus.COMPLETED and ended.result is not None:
+            if ended.status is JobStatus.COMPLETED and isinstance(ended.result, IndexResult):
                 return ended.result
             if ended.status is JobStatus.CANCELLED:
                 raise JobFailed("CANCELLED", f"indexing job {ended.id} was cancelled")
@@ -121,15 +119,24 @@ class JobService:
             job = await self._queue.get(job.id)
 
     async def estimate_seconds(self, project_id: str, repo_path: str) -> float | None:
-        """How long the last completed job of this repository took (None: never indexed by a
-        job, so nothing to go by)."""
+        """How long the last completed lexical job of this repository took (None: never
+        indexed by a job, so nothing to go by)."""
         page = await self._queue.list(
             status=JobStatus.COMPLETED, project_id=project_id, limit=ESTIMATE_FROM
         )
         for job in page.jobs:
-            if job.repo_path == repo_path and job.started_at and job.completed_at:
+            lexical = job.kind is JobKind.LEXICAL
+            if lexical and job.repo_path == repo_path and job.started_at and job.completed_at:
                 return round((job.completed_at - job.started_at).total_seconds(), 1)
         return None
+
+    async def active(self, project_id: str) -> list[Job]:
+        """The jobs of ``project_id`` not yet ended: running, then pending and blocked."""
+        found: list[Job] = []
+        for status in (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.BLOCKED):
+            page = await self._queue.list(status=status, project_id=project_id, limit=MAX_JOB_PAGE)
+            found.extend(page.jobs)
+        return found
 
     async def status(self, job_id: object) -> Job:
         return await self._queue.get(check_job_id(job_id))

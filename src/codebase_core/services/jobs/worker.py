@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,22 +32,19 @@ from codebase_mcp_search.core.errors import (
 from codebase_mcp_search.core.models import (
     IndexResult,
     Job,
+    JobKind,
     JobOutcome,
     JobStatus,
+    VectorResult,
     steps_to,
     utcnow,
 )
 from codebase_mcp_search.core.ports import JobQueue
-from codebase_mcp_search.core.services.indexing import (
-    CancellationToken,
-    IndexingService,
-    RunProgress,
-)
+from codebase_mcp_search.core.services.indexing import CancellationToken, RunProgress
+from codebase_mcp_search.core.services.jobs.housekeeping import purge_old, release_dead
+from codebase_mcp_search.core.services.jobs.layers import IndexingFor, after_vectors, run_layer
 
 log = logging.getLogger("codebase_mcp")
-
-IndexingFor = Callable[[str], Awaitable[IndexingService]]
-"""A project's indexing service, by project id."""
 
 BLOCKERS = (EmbedderUnavailable, StoreUnavailable)
 """Failures of what a run depends on, not of the run: the job waits for them to pass."""
@@ -176,13 +173,7 @@ class JobWorker:
         if self._last_purge is not None and now - self._last_purge < self.config.purge_every_s:
             return
         self._last_purge = now
-        try:
-            purged = await self._queue.purge(self._clock() - self.retention)
-        except CoreError as e:
-            log.debug("purging old jobs failed: %s", e)
-            return
-        if purged:
-            log.info("purged %d jobs that ended more than %s ago", purged, self.retention)
+        await purge_old(self._queue, self._clock() - self.retention)
 
     async def _maybe_reap(self, now: float) -> None:
         """Hand back the jobs of workers known to be dead (a restarted server's former self)."""
@@ -191,31 +182,28 @@ class JobWorker:
         if self._last_reap is not None and now - self._last_reap < self.config.reap_every_s:
             return
         self._last_reap = now
-        dead: set[str] = set()
-        try:
-            for status in (JobStatus.RUNNING, JobStatus.BLOCKED):
-                page = await self._queue.list(status=status, limit=100)
-                dead.update(
-                    j.worker_id
-                    for j in page.jobs
-                    if j.worker_id and j.worker_id != self.worker_id and self._is_dead(j.worker_id)
-                )
-            for worker_id in dead:
-                released = await self._queue.release(worker_id)
-                log.info("resuming %d jobs of worker %s, which is gone", released, worker_id)
-        except CoreError as e:
-            log.debug("looking for jobs of dead workers failed: %s", e)
+        await release_dead(self._queue, self.worker_id, self._is_dead)
 
     async def _fill(self) -> None:
         while len(self._held) < self.config.max_concurrent and not self._stopping:
+            # At most one semantic job at a time: the model uses every core, and lexical jobs
+            # (what makes a repository searchable) keep the other slots.
+            embedding = any(h.job.kind is JobKind.SEMANTIC for h in self._held.values())
+            kinds = (JobKind.LEXICAL,) if embedding else None
             try:
-                job = await self._queue.claim(self.worker_id, self.config.lease_s)
+                job = await self._queue.claim(self.worker_id, self.config.lease_s, kinds)
             except CoreError as e:  # the database is away: try again at the next poll
                 log.debug("claiming a job failed: %s", e)
                 return
             if job is None:
                 return
-            log.info("job %s: indexing %s (attempt %d)", job.id, job.repo_path, job.attempts)
+            log.info(
+                "job %s: %s layer of %s (attempt %d)",
+                job.id,
+                job.kind.value,
+                job.repo_path,
+                job.attempts,
+            )
             held = _Held(job)
             self._held[job.id] = held
             held.task = asyncio.create_task(self._hold(held), name=f"job-{job.id}")
@@ -299,20 +287,15 @@ class JobWorker:
                 ),
             )
             log.info("job %s completed", held.job.id)
+            if held.job.kind is JobKind.SEMANTIC:
+                await self._next_vectors(held.job)
             return
 
-    async def _index(self, held: _Held) -> IndexResult:
-        service = await self._indexing(held.job.project_id)
-        return await service.index(
-            held.job.request(),
-            progress=held.tracker,
-            cancel=held.token,
-            counts=held.tracker.counts,
-        )
-
-    async def _attempt(self, held: _Held) -> IndexResult:
+    async def _attempt(self, held: _Held) -> IndexResult | VectorResult:
         """One indexing run; past the grace after a cancellation it is interrupted."""
-        run = asyncio.ensure_future(self._index(held))
+        run = asyncio.ensure_future(
+            run_layer(self._indexing, self._queue, held.job, held.tracker, held.token, self._clock)
+        )
         asked = asyncio.ensure_future(held.cancel_asked.wait())
         try:
             await asyncio.wait({run, asked}, return_when=asyncio.FIRST_COMPLETED)
@@ -331,6 +314,17 @@ class JobWorker:
                 run.cancel()
                 with contextlib.suppress(BaseException):
                     await run
+
+    async def _next_vectors(self, job: Job) -> None:
+        """Queue the semantic job that follows ``job`` if chunks still wait (best effort: a
+        lexical run's own job queues one too, and so does the next run of any)."""
+        try:
+            queued = await after_vectors(self._indexing, self._queue, job, self._clock)
+        except CoreError as e:
+            log.debug("job %s: looking for vectors still missing failed: %s", job.id, e)
+            return
+        if queued is not None:
+            self.wake()
 
     async def _block(self, held: _Held, error: CoreError) -> bool:
         """Record the job as blocked (best effort: the database may be what is away)."""

@@ -21,26 +21,27 @@ hybrid one whose repositories hold vectors, needs it. So a lexical search, or a 
 of a project indexed without vectors, never loads a model (a hybrid search with no vectors to
 compare is answered lexically, and says ``mode: lexical``).
 
-Mixed projects: a repository indexed without vectors, beside repositories that hold them, is
-ranked lexically and named in ``SearchResult.lexical_only_repositories`` until a re-index adds
-its vectors. In hybrid mode its chunks enter through the lexical list, as every chunk's may.
-In semantic mode a lexical search restricted to those repositories is fused with the semantic
-list, with the hybrid fusion (so the scores are fused ones) and its chunks count in
-``total_count``. A repository holding vectors of another model still raises ``ModelMismatch``:
-its vectors cannot be compared with the query's.
+Repositories without vectors for some or all of their chunks: one indexed without a model
+(named in ``SearchResult.lexical_only_repositories``), or one whose semantic layer is still
+being built (listed in ``SearchResult.semantic_coverage``). A chunk without a vector is scored
+by its lexical evidence alone, in every mode that compares vectors (``core.fusion``): hybrid
+fuses it as the lexical list scores it, so with no vectors at all hybrid ranks exactly as
+lexical (and says ``mode: lexical``); semantic mode merges the lexical hits of the chunks
+without a vector with the semantic list, each by its own evidence, and counts them in
+``total_count``. A repository whose vectors are of another model still raises
+``ModelMismatch``: its vectors cannot be compared with the query's. A repository whose first
+indexing run has not finished is named in ``SearchResult.indexing_repositories``: its files
+are searchable as they are written.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint
-from codebase_mcp_search.core.fusion import FusionConfig, fuse, rescaled
+from codebase_mcp_search.core.fusion import FusionConfig, fuse, merged, rescaled
 from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
@@ -50,68 +51,20 @@ from codebase_mcp_search.core.models import (
     SearchQuery,
     SearchResult,
 )
-from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.concurrency import together
 from codebase_mcp_search.core.services.hits import build_hits, collapse
+from codebase_mcp_search.core.services.search.scope import (
+    EmbedderProvider,
+    LazyEmbedder,
+    Scope,
+    check_models,
+    no_semantic_model,
+)
 
 # Chunks defining a queried name that the lookup adds to the candidates, at most.
 DEFINITIONS_LOOKED_UP = 20
-
-EmbedderProvider = Callable[[], Awaitable[Embedder | None]]
-"""Gives the embedder in use (None: lexical search only), choosing and opening it if need be."""
-
-
-def no_semantic_model() -> EmbedderUnavailable:
-    """The error of a semantic search with no embedder (each interface appends the fix)."""
-    return EmbedderUnavailable(
-        "semantic search needs an embedding model, and none is in use (a lexical search "
-        "needs none)",
-        hint=Hint.SEMANTIC_MODEL,
-    )
-
-
-class _LazyEmbedder:
-    """An embedder given as is, or by a provider called on first need (again after a failure)."""
-
-    def __init__(self, source: Embedder | EmbedderProvider | None) -> None:
-        # An embedder is told from a provider by its type (an isinstance check against the
-        # protocol would read its properties, which an embedder not yet opened may refuse).
-        self._provider: EmbedderProvider | None = None
-        self._value: Embedder | None = None
-        if source is not None and getattr(type(source), "embed_query", None) is None:
-            self._provider = cast(EmbedderProvider, source)
-        else:
-            self._value = cast(Embedder | None, source)
-        self._lock = asyncio.Lock()
-
-    @property
-    def resolved(self) -> bool:
-        return self._provider is None
-
-    @property
-    def value(self) -> Embedder | None:
-        """The embedder, once ``resolved``."""
-        return self._value
-
-    async def get(self) -> Embedder | None:
-        async with self._lock:
-            if self._provider is not None:
-                self._value = await self._provider()
-                self._provider = None
-        return self._value
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """The repositories a search covers that hold chunks, with vectors and without."""
-
-    vectored: list[Repository]
-    lexical_only: list[Repository]
-
-    def by_id(self) -> dict[str, Repository]:
-        return {r.id: r for r in (*self.vectored, *self.lexical_only)}
 
 
 @dataclass(slots=True)
@@ -120,11 +73,10 @@ class _Dense:
 
     hits: list[ScoredChunk]
     total: int
-    lexical_only: list[Repository]
     repositories: dict[str, Repository]
     """The repositories listed for the search, by id (for its hits' stale check)."""
     extra: list[ScoredChunk] = field(default_factory=list)
-    """Semantic mode: lexical hits of the ``lexical_only`` repositories."""
+    """Semantic mode: lexical hits of the chunks without a vector."""
     extra_total: int = 0
 
 
@@ -145,7 +97,7 @@ class SearchService:
         whose sources are elsewhere). ``ranking`` configures the ranking stack applied to
         every mode's candidates (``core.ranking``)."""
         self._store = store
-        self._embedder = _LazyEmbedder(embedder)
+        self._embedder = LazyEmbedder(embedder)
         self._fusion = fusion or FusionConfig()
         self._source = source
         self._ranking = ranking or RankingConfig()
@@ -156,7 +108,7 @@ class SearchService:
         Raises ``EmbedderUnavailable`` (hint ``SEMANTIC_MODEL``) for a
         semantic search without an embedder, ``ModelMismatch`` when a repository searched
         holds vectors of another model, ``RepositoryNotFound`` for an unknown
-        ``repository_id`` filter of a semantic or hybrid search.
+        ``repository_id`` filter.
         """
         started = time.perf_counter()
         # No mode asked: hybrid, which answers lexically where there are no vectors to compare.
@@ -174,31 +126,35 @@ class SearchService:
         lex_total = 0
         if mode is SearchMode.HYBRID:
             # Both retrievals at once (a pooled store runs them on two connections).
-            dense, (lexical_hits, lex_total) = await together(
+            (scope, dense), (lexical_hits, lex_total) = await together(
                 self._dense(query, mode, depth), self._sparse(query.text, query.filters, depth)
             )
         elif mode is SearchMode.SEMANTIC:
-            dense = await self._dense(query, mode, depth)
+            scope, dense = await self._dense(query, mode, depth)
             if dense is None:
                 raise no_semantic_model()
         else:
-            lexical_hits, lex_total = await self._sparse(query.text, query.filters, depth)
+            scope, (lexical_hits, lex_total) = await together(
+                self._scope(query), self._sparse(query.text, query.filters, depth)
+            )
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare.
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
-            ranked = fuse(dense.hits, lexical_hits, fusion)
+            unvectored = await self._unvectored(scope, lexical_hits)
+            ranked = fuse(dense.hits, lexical_hits, fusion, unvectored)
             total = max(dense.total, lex_total)
-        elif dense.extra and dense.hits:
-            ranked = fuse(dense.hits, dense.extra, fusion)
-            total = dense.total + dense.extra_total
         else:
-            ranked = dense.hits or dense.extra
             total = dense.total + dense.extra_total
-            if ranking.enabled and dense.hits:
-                # Cosines of the candidates crowd into a narrow band: over their own spread,
-                # they weigh against the ranking's boosts as fused and BM25 scores do.
-                ranked = rescaled(ranked)
+            if dense.extra and dense.hits:
+                ranked = merged(dense.hits, dense.extra, fusion)
+            else:
+                ranked = dense.hits or dense.extra
+                if ranking.enabled and dense.hits:
+                    # Cosines of the candidates crowd into a narrow band: over their own
+                    # spread, they weigh against the ranking's boosts as fused and BM25
+                    # scores do.
+                    ranked = rescaled(ranked)
         if ranking.enabled:
             found: list[Chunk] = []
             # Only where a definition gains: names inside a sentence count embedded_factor.
@@ -209,10 +165,7 @@ class SearchService:
                 )
             ranked = rerank(ranked, profile, ranking, found)
         hits = await build_hits(
-            self._store,
-            self._source,
-            collapse(ranked, query.limit),
-            dense.repositories if dense else None,
+            self._store, self._source, collapse(ranked, query.limit), scope.by_id()
         )
         return SearchResult(
             query=query.text,
@@ -220,7 +173,10 @@ class SearchService:
             hits=hits,
             total_count=total,
             latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
-            lexical_only_repositories=sorted(r.name for r in dense.lexical_only) if dense else [],
+            lexical_only_repositories=(sorted(r.name for r in scope.lexical_only) if dense else []),
+            # A lexical search asked for compares no vectors: how many exist is no news to it.
+            semantic_coverage=scope.coverage() if query.mode is not SearchMode.LEXICAL else [],
+            indexing_repositories=scope.indexing(),
         )
 
     def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
@@ -235,14 +191,16 @@ class SearchService:
             }
         )
 
-    async def _dense(self, query: SearchQuery, mode: SearchMode, depth: int) -> _Dense | None:
-        """The semantic half, or None when there is none: no embedder, or (hybrid) no vectors
-        in the repositories searched."""
+    async def _dense(
+        self, query: SearchQuery, mode: SearchMode, depth: int
+    ) -> tuple[Scope, _Dense | None]:
+        """The scope, and the semantic half or None when there is none: no embedder, or
+        (hybrid) no vectors in the repositories searched."""
         lazy = self._embedder
         if lazy.resolved:
             embedder = lazy.value
             if embedder is None:
-                return None
+                return await self._scope(query), None
             # The scope is listed and checked beside the vector search (a pooled store runs
             # them on two connections); a refusal raises and the search's result is dropped.
             (scope, (extra, extra_total)), (raw, total) = await together(
@@ -250,23 +208,22 @@ class SearchService:
                 self._vectors(query, embedder, depth),
             )
             if mode is SearchMode.HYBRID and not scope.vectored:
-                return None
+                return scope, None
         else:
             scope = await self._scope(query)
             if mode is SearchMode.HYBRID and not scope.vectored:
-                return None  # nothing to compare: no model is loaded for it
+                return scope, None  # nothing to compare: no model is loaded for it
             embedder = await lazy.get()
             if embedder is None:
-                return None
-            _check_models(scope, embedder)
+                return scope, None
+            check_models(scope, embedder)
             raw, total = [], 0
             if scope.vectored:
                 raw, total = await self._vectors(query, embedder, depth)
-            extra, extra_total = await self._lexical_only_hits(query, mode, depth, scope)
-        return _Dense(
+            extra, extra_total = await self._unvectored_hits(query, mode, depth, scope)
+        return scope, _Dense(
             hits=[ScoredChunk.of(s.chunk, min(1.0, max(0.0, (1.0 + s.score) / 2.0))) for s in raw],
             total=total,
-            lexical_only=scope.lexical_only,
             repositories=scope.by_id(),
             extra=extra,
             extra_total=extra_total,
@@ -280,35 +237,49 @@ class SearchService:
 
     async def _checked_scope(
         self, query: SearchQuery, mode: SearchMode, depth: int, embedder: Embedder
-    ) -> tuple[_Scope, tuple[list[ScoredChunk], int]]:
+    ) -> tuple[Scope, tuple[list[ScoredChunk], int]]:
         scope = await self._scope(query)
-        _check_models(scope, embedder)
-        return scope, await self._lexical_only_hits(query, mode, depth, scope)
+        check_models(scope, embedder)
+        return scope, await self._unvectored_hits(query, mode, depth, scope)
 
-    async def _scope(self, query: SearchQuery) -> _Scope:
+    async def _scope(self, query: SearchQuery) -> Scope:
         repos: Sequence[Repository]
         if query.filters.repository_id is not None:
             repos = [await self._store.get_repository(query.filters.repository_id)]
         else:
             repos = await self._store.list_repositories()
-        holding = [r for r in repos if r.chunk_count]
-        return _Scope(
-            vectored=[r for r in holding if r.embedding_model is not None],
-            lexical_only=[r for r in holding if r.embedding_model is None],
-        )
+        return Scope(list(repos))
 
-    async def _lexical_only_hits(
-        self, query: SearchQuery, mode: SearchMode, depth: int, scope: _Scope
+    async def _unvectored(self, scope: Scope, hits: Sequence[ScoredChunk]) -> Collection[str]:
+        """Of the lexical ``hits``, the ids of chunks without a vector: those of repositories
+        without any, and those the store finds none for in repositories still being built
+        (asked only then: a complete semantic layer costs no lookup)."""
+        if not scope.unvectored and not scope.partial:
+            return ()
+        without = {r.id for r in scope.unvectored}
+        partial = {r.id for r in scope.partial}
+        ids = {s.chunk.id for s in hits if s.chunk.repository_id in without}
+        asked = [s.chunk.id for s in hits if s.chunk.repository_id in partial]
+        if asked:
+            ids |= await self._store.without_vectors(asked)
+        return ids
+
+    async def _unvectored_hits(
+        self, query: SearchQuery, mode: SearchMode, depth: int, scope: Scope
     ) -> tuple[list[ScoredChunk], int]:
-        """Semantic mode: the lexical hits of the repositories without vectors (in hybrid
-        mode the lexical list holds them already)."""
-        if mode is not SearchMode.SEMANTIC or not scope.lexical_only:
+        """Semantic mode: the lexical hits of the chunks without a vector (in hybrid mode the
+        lexical list holds them already)."""
+        if mode is not SearchMode.SEMANTIC or not (scope.unvectored or scope.partial):
             return [], 0
         found: list[ScoredChunk] = []
         total = 0
-        for repo in scope.lexical_only:
+        for repo in (*scope.unvectored, *scope.partial):
             only = query.filters.model_copy(update={"repository_id": repo.id})
             hits, n = await self._sparse(query.text, only, depth)
+            if repo.vector_count:
+                missing = await self._store.without_vectors([h.chunk.id for h in hits])
+                hits = [h for h in hits if h.chunk.id in missing]
+                n = len(hits)
             found.extend(hits)
             total += n
         # One repository's BM25 scores compare with another's: the statistics are the store's.
@@ -322,16 +293,3 @@ class SearchService:
         if not terms:
             return [], 0
         return await self._store.lexical_search(terms, filters, depth)
-
-
-def _check_models(scope: _Scope, embedder: Embedder) -> None:
-    """``ModelMismatch`` unless every repository with vectors holds ``embedder``'s."""
-    for repo in scope.vectored:
-        held = HeldVectors(
-            model=repo.embedding_model,
-            dimension=repo.embedding_dimension,
-            repository=repo.name,
-            repository_id=repo.id,
-            path=repo.path,
-        )
-        check_one_model(held, embedder.model, embedder.dimension)
