@@ -30,7 +30,7 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -147,18 +147,27 @@ class EmbeddingServer:
             self.requests.append(request)
 
     @contextmanager
-    def _answering(self) -> Iterator[int]:
-        """Counts concurrent embedding requests; yields this request's number (1-based)."""
+    def _answering(self) -> Iterator[tuple[int, Callable[[], None]]]:
+        """Counts concurrent embedding requests; yields this request's number (1-based) and
+        the call that ends its count, made just before its answer is written (a client that
+        has read an answer may send its next request at once: it is not counted beside it)."""
         with self._lock:
             self._embedding_requests += 1
             number = self._embedding_requests
             self._active += 1
             self.max_concurrency = max(self.max_concurrency, self._active)
-        try:
-            yield number
-        finally:
+        counted = [True]
+
+        def answered() -> None:
             with self._lock:
-                self._active -= 1
+                if counted[0]:
+                    counted[0] = False
+                    self._active -= 1
+
+        try:
+            yield number, answered
+        finally:
+            answered()
 
     def _vectors(self, texts: list[str]) -> list[list[float]]:
         # In a handler thread: no event loop runs there.
@@ -201,6 +210,8 @@ def _inputs(payload: Any) -> list[str]:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "FakeEmbeddings/1.0"
+    _answered: Callable[[], None] | None = None
+    """Ends the count of the embedding request being answered (see ``_answering``)."""
 
     @property
     def state(self) -> EmbeddingServer:
@@ -232,8 +243,12 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._text(404, "404 page not found")  # what Ollama's router says
             return
-        with self.state._answering() as number:
-            self._embed(payload, number)
+        with self.state._answering() as (number, answered):
+            self._answered = answered
+            try:
+                self._embed(payload, number)
+            finally:
+                self._answered = None
 
     def _record(self, payload: Any) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -305,6 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         headers: dict[str, str] | None = None,
     ) -> None:
+        if self._answered is not None:
+            self._answered()
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)

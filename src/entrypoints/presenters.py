@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from codebase_mcp_search.core.models import IndexResult, Job, JobStatus, Repository, SearchResult
+from codebase_mcp_search.core.models import (
+    IndexResult,
+    Job,
+    JobStatus,
+    Repository,
+    SearchResult,
+    SemanticLayer,
+    VectorResult,
+)
 
 # Skipped files listed in a detailed index result: a repository with a large ignored tree
 # would otherwise cost a client's context for little use (the counts by reason stay whole).
@@ -25,6 +33,8 @@ def index_payload(
         "chunks_embedded": result.chunks_embedded,
         "embeddings_cached": result.embeddings_cached,
         "chunks_truncated": result.chunks_truncated,
+        "vectors_missing": result.vectors_missing,
+        **({"vectors_job_id": result.vectors_job_id} if result.vectors_job_id else {}),
         "duration_seconds": result.duration_seconds,
         "status": result.status.value,
         "errors": [e.model_dump() for e in result.errors],
@@ -52,6 +62,7 @@ def search_payload(result: SearchResult, project_id: str) -> dict[str, Any]:
         "mode": result.mode.value,
         "latency_ms": result.latency_ms,
         **lexical_only_payload(result),
+        **partial_payload(result),
         "project_id": project_id,
     }
 
@@ -64,8 +75,43 @@ def lexical_only_payload(result: SearchResult) -> dict[str, Any]:
     return {"lexical_only_repositories": list(result.lexical_only_repositories)}
 
 
-def repository_payload(repo: Repository) -> dict[str, Any]:
-    return repo.model_dump(mode="json")
+def partial_payload(result: SearchResult) -> dict[str, Any]:
+    """What a search could not yet see, when there is some (left out otherwise):
+    ``semantic_coverage``, the semantic layers still being built, and
+    ``indexing_repositories``, those still being indexed."""
+    payload: dict[str, Any] = {}
+    if result.semantic_coverage:
+        payload["semantic_coverage"] = [layer_payload(x) for x in result.semantic_coverage]
+    if result.indexing_repositories:
+        payload["indexing_repositories"] = list(result.indexing_repositories)
+    return payload
+
+
+def layer_payload(layer: SemanticLayer) -> dict[str, Any]:
+    """A semantic layer: its vectors of its chunks, and the job building the rest (if any)."""
+    payload: dict[str, Any] = {
+        "repository_id": layer.repository_id,
+        "repository": layer.repository,
+        "vectors": layer.vectors,
+        "chunks": layer.chunks,
+        "percent": layer.percent,
+    }
+    if layer.job_id is not None:
+        payload["job_id"] = layer.job_id
+        payload["eta_seconds"] = layer.eta_seconds
+    return payload
+
+
+def repository_payload(repo: Repository, layer: SemanticLayer | None = None) -> dict[str, Any]:
+    """A repository, with ``semantic_percent`` (chunks holding a vector, in percent) when it
+    is indexed with a model, and the job building the rest while some are missing."""
+    payload = repo.model_dump(mode="json")
+    if layer is not None:
+        payload["semantic_percent"] = layer.percent
+        if layer.job_id is not None:
+            payload["semantic_job_id"] = layer.job_id
+            payload["semantic_eta_seconds"] = layer.eta_seconds
+    return payload
 
 
 def deleted_payload(repo: Repository, project_id: str) -> dict[str, Any]:
@@ -80,8 +126,21 @@ def deleted_payload(repo: Repository, project_id: str) -> dict[str, Any]:
     }
 
 
-def job_status_payload(job: Job, database_name: str | None) -> dict[str, Any]:
-    """What ``get_job_status`` answers (the reference schema's fields, in its order)."""
+def job_status_payload(
+    job: Job, database_name: str | None, layer: SemanticLayer | None = None
+) -> dict[str, Any]:
+    """What ``get_job_status`` answers (the reference schema's fields, in its order), then
+    ``kind``, ``attempts`` (runs begun: more than one after a crash or a block) and the
+    extras: the semantic job a lexical one queued (``vectors_job_id``), the chunks a semantic
+    job's last run embedded (``chunks_embedded``), and where the repository's semantic layer
+    stands (``semantic_coverage``, given ``layer``)."""
+    extra: dict[str, Any] = {"kind": job.kind.value, "attempts": job.attempts}
+    if isinstance(job.result, IndexResult) and job.result.vectors_job_id:
+        extra["vectors_job_id"] = job.result.vectors_job_id
+    if isinstance(job.result, VectorResult):
+        extra["chunks_embedded"] = job.result.chunks_embedded
+    if layer is not None:
+        extra["semantic_coverage"] = layer_payload(layer)
     return {
         "job_id": job.id,
         "status": job.status.value,
@@ -99,6 +158,7 @@ def job_status_payload(job: Job, database_name: str | None) -> dict[str, Any]:
         "estimated_time_remaining_seconds": job.eta_seconds,
         "project_id": job.project_id,
         "database_name": database_name,
+        **extra,
     }
 
 
@@ -106,6 +166,7 @@ def job_summary_payload(job: Job) -> dict[str, Any]:
     """One job of ``list_background_jobs``."""
     return {
         "job_id": job.id,
+        "kind": job.kind.value,
         "repo_path": job.repo_path,
         "repo_name": job.repo_name,
         "status": job.status.value,
@@ -126,8 +187,9 @@ def job_started_payload(
     return {
         "job_id": job.id,
         "status": job.status.value,
-        "message": f"Indexing of {job.repo_path} queued as job {job.id}: follow it with "
-        "get_job_status, stop it with cancel_job",
+        "message": f"Indexing of {job.repo_path} queued as job {job.id}: its files are "
+        "searchable as it writes them, then a semantic job builds their vectors; follow it "
+        "with get_job_status, stop it with cancel_job",
         "estimated_duration_seconds": estimate,
         "project_id": job.project_id,
         "database_name": database_name,

@@ -7,7 +7,13 @@ import asyncio
 
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import CoreError, Hint, ValidationFailed
-from codebase_mcp_search.core.models import ProjectInfo, TaskQuery, check_project_id
+from codebase_mcp_search.core.models import (
+    Job,
+    ProjectInfo,
+    SemanticLayer,
+    TaskQuery,
+    check_project_id,
+)
 from codebase_mcp_search.core.models.projects import same_but_case
 from codebase_mcp_search.core.services import JobService
 from codebase_mcp_search.entrypoints.codebase import Codebase
@@ -72,6 +78,15 @@ class Workspaces:
             database_name=stores.database_name(pid),
         )
         return self._codebases.setdefault(pid, codebase)
+
+    async def semantic_layer_of(self, job: Job) -> SemanticLayer | None:
+        """Where the semantic layer of ``job``'s repository stands (None: indexed without a
+        model, or no longer indexed, or its project gone)."""
+        try:
+            codebase = await self.codebase(job.project_id, create=False)
+        except ValidationFailed:
+            return None
+        return await codebase.semantic_layer(job.repo_path)
 
     def database_name(self, project_id: str) -> str | None:
         """The Postgres schema of a project (None with the memory store)."""

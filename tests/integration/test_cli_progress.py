@@ -56,10 +56,14 @@ def test_a_piped_index_prints_one_plain_line_per_phase(repo: Path) -> None:
     assert "\x1b" not in proc.stdout + proc.stderr  # no control sequence in a pipe
     lines = proc.stderr.splitlines()
     assert lines[0] == f"indexing {repo}"  # before the store opens or a model loads
-    for expected in ("scanning", "chunking 4 files", "embedding", "writing 4 files"):
+    searchable = next(i for i, line in enumerate(lines) if "is searchable now" in line)
+    for expected in ("scanning", "chunking 4 files", "writing 4 files", "embedding 4 chunks"):
         assert expected in lines, proc.stderr
-    assert lines.index("scanning") < lines.index("chunking 4 files") < lines.index("embedding")
+    # The lexical layer first, then its vectors.
+    assert lines.index("scanning") < lines.index("chunking 4 files") < searchable
+    assert lines.index("writing 4 files") < searchable < lines.index("embedding 4 chunks")
     assert "4 files indexed" in proc.stdout and "success" in proc.stdout
+    assert "wait for a vector" not in proc.stdout  # both layers are built
 
 
 def test_plain_progress_repeats_a_long_phase_with_its_rate() -> None:
@@ -75,7 +79,7 @@ def test_plain_progress_repeats_a_long_phase_with_its_rate() -> None:
         p.callback("writing", 10, 10)
         p.callback("done", 10, 10)
     lines = stream.getvalue().splitlines()
-    assert lines[:3] == ["indexing /r", "chunking 10 files", "embedding"]
+    assert lines[:3] == ["indexing /r", "chunking 10 files", "embedding 64 chunks"]
     rate = 4 * 64 / (2 * HEARTBEAT_S)
     assert f"embedding 128/192 chunks, {128 / HEARTBEAT_S:.1f} chunks/s" in lines
     assert "writing 10 files" in lines

@@ -1,6 +1,7 @@
-"""Two ``codebase-mcp worker`` processes on one Postgres: one is SIGKILLed mid-job, the other
-takes the job over once its lease expires and finishes it with exactly the chunks a fresh
-index produces."""
+"""Two ``codebase-mcp worker`` processes on one Postgres: one is SIGKILLed mid-job (the
+lexical layer being written), the other takes the job over once its lease expires and
+finishes it with exactly the chunks a fresh index produces (test_vector_resume.py kills one
+while it builds the vectors)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.embedding_servers import OLLAMA_MODEL, embedding_server
 from tests.integration.test_mcp_jobs import write_repo
 
 CLI = str(Path(sys.executable).with_name("codebase-mcp"))
+FILES = 600
 
 
 def _chunk_keys(chunks: list) -> list[tuple[str, int, int, str]]:  # type: ignore[type-arg]
@@ -41,7 +43,8 @@ async def _until_ready(log: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_a_job_of_a_killed_worker_is_finished_by_another(tmp_path: Path, pg_env: str) -> None:
-    root = write_repo(tmp_path / "repo", 30)
+    # Files written two at a time: the lexical run lasts seconds, so the kill lands inside it.
+    root = write_repo(tmp_path / "repo", FILES)
     with embedding_server(delay_s=0.1) as server:
         env = {
             **os.environ,
@@ -50,7 +53,7 @@ async def test_a_job_of_a_killed_worker_is_finished_by_another(tmp_path: Path, p
             "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL": OLLAMA_MODEL,
             "CODEBASE_MCP_EMBEDDING_BATCH_SIZE": "2",
             "CODEBASE_MCP_EMBEDDING_CONCURRENCY": "1",
-            "CODEBASE_MCP_INDEX_BATCH_FILES": "4",
+            "CODEBASE_MCP_INDEX_BATCH_FILES": "2",
             "CODEBASE_MCP_JOB_LEASE_SECONDS": "3",
         }
         workers = {
@@ -87,7 +90,7 @@ async def test_a_job_of_a_killed_worker_is_finished_by_another(tmp_path: Path, p
                 assert int(seen.worker_id.split(":")[1]) != holder_pid
                 assert seen.result is not None and seen.result.status.value == "success"
                 repo = await cb.repository_for_path(root)
-                assert repo is not None and repo.file_count == 30
+                assert repo is not None and repo.file_count == FILES
                 resumed = _chunk_keys(await cb.chunks(repo.id))
         finally:
             for proc in workers.values():

@@ -12,7 +12,7 @@ from fastmcp import Client
 from codebase_mcp_search.entrypoints.mcp import build_server
 from codebase_mcp_search.entrypoints.settings import Settings
 from tests.factories import write_sample_repo
-from tests.integration.test_mcp_server import call, error_of
+from tests.integration.test_mcp_server import call, error_of, index_both
 
 
 async def test_semantic_search_without_a_model_names_the_mcp_fixes(tmp_path: Path) -> None:
@@ -41,8 +41,10 @@ async def test_a_repository_without_vectors_is_searched_lexically_and_named(
 
     server = build_server(Settings(embedder="hash"))
     async with Client(server, progress_handler=on_progress) as c:
-        added = await call(c, "index_repository", repo_path=str(new), name="new")
-        assert added["chunks_embedded"] >= 1 and updates[-1] == "Completed"
+        added = await index_both(c, repo_path=str(new), name="new")
+        # Searchable at once; the vectors came after, from the semantic job it queued.
+        assert added["vectors_missing"] >= 1 and updates[-1] == "Completed"
+        assert "get_job_status" in added["message"]
         for detail in ("detailed", "concise"):
             found = await call(
                 c, "search_code", query="slugify title", mode="hybrid", detail_level=detail
@@ -57,7 +59,7 @@ async def test_a_repository_without_vectors_is_searched_lexically_and_named(
         only = await call(c, "search_code", query="slugify", repository_id=added["repository_id"])
         assert "lexical_only_repositories" not in only
         # A plain index_repository adds the vectors; then nothing is ranked lexically.
-        again = await call(c, "index_repository", repo_path=str(old))
+        again = await index_both(c, repo_path=str(old))
         assert again["status"] == "success" and again["files_indexed"] == 2
         after = await call(c, "search_code", query="slugify title", mode="semantic")
         assert "lexical_only_repositories" not in after

@@ -37,9 +37,12 @@ STATUS_FIELDS = {
     "estimated_time_remaining_seconds",
     "project_id",
     "database_name",
+    "kind",
+    "attempts",
 }
 LISTED_FIELDS = {
     "job_id",
+    "kind",
     "repo_path",
     "repo_name",
     "status",
@@ -113,7 +116,12 @@ async def test_a_background_job_runs_to_completion(tmp_path: Path, pg_env: str) 
         assert started["status"] in ("pending", "running")
         assert started["project_id"] == pg_env and started["estimated_duration_seconds"] is None
         done = await wait_status(c, started["job_id"], {"completed", "failed"})
-        assert set(done) == STATUS_FIELDS
+        # The lexical job, then the semantic job it queued for the vectors.
+        assert set(done) == STATUS_FIELDS | {"vectors_job_id", "semantic_coverage"}
+        assert done["kind"] == "lexical" and done["semantic_coverage"]["chunks"] >= 2
+        vectors = await wait_status(c, done["vectors_job_id"], {"completed", "failed"})
+        assert (vectors["kind"], vectors["status"]) == ("semantic", "completed")
+        assert vectors["semantic_coverage"]["percent"] == 100
         assert done["status"] == "completed" and done["progress_percentage"] == 100
         assert (done["files_scanned"], done["files_indexed"]) == (2, 2)
         assert done["chunks_created"] >= 2 and done["error_type"] is None
@@ -124,9 +132,10 @@ async def test_a_background_job_runs_to_completion(tmp_path: Path, pg_env: str) 
         assert found["results"][0]["file_path"] == "pkg/retry.py"
 
         listed = await call(c, "list_background_jobs")
-        assert (listed["total_count"], listed["limit"], listed["offset"]) == (1, 20, 0)
-        assert set(listed["jobs"][0]) == LISTED_FIELDS
-        assert listed["jobs"][0]["repo_name"] == "repo"
+        assert (listed["total_count"], listed["limit"], listed["offset"]) == (2, 20, 0)
+        assert all(set(j) == LISTED_FIELDS for j in listed["jobs"])
+        assert [j["kind"] for j in listed["jobs"]] == ["semantic", "lexical"]  # newest first
+        assert {j["repo_name"] for j in listed["jobs"]} == {"repo"}
         assert (await call(c, "list_background_jobs", status="pending"))["total_count"] == 0
 
         # A second run of the same repository is estimated from the first.
@@ -219,35 +228,46 @@ async def test_jobs_beyond_the_limit_wait_their_turn(
     assert slow_server.max_concurrency <= 2
 
 
-async def test_cancel_stops_a_running_job_and_keeps_its_files_searchable(
+async def test_cancel_stops_a_running_job_and_keeps_what_it_built(
     tmp_path: Path, slow_server: EmbeddingServer
 ) -> None:
     root = write_repo(tmp_path / "repo", 40)
-    async with Client(build_server(ollama_settings(slow_server))) as c:
+    settings = ollama_settings(slow_server, vector_batch_chunks=4)
+    async with Client(build_server(settings)) as c:
         job_id = (await call(c, "start_indexing_background", repo_path=str(root)))["job_id"]
-        running = await wait_status(c, job_id, {"running"})
-        while running["files_indexed"] == 0:  # until some files are written
+        lexical = await wait_status(c, job_id, {"completed"})
+        vectors_id = lexical["vectors_job_id"]
+        running = await wait_status(c, vectors_id, {"running"})
+        # Until some vectors are stored, and the job's heartbeat has reported its progress.
+        while running["semantic_coverage"]["vectors"] == 0 or not running[
+            "progress_message"
+        ].startswith("Generating embeddings: "):
             await asyncio.sleep(0.1)
-            running = await call(c, "get_job_status", job_id=job_id)
-        assert running["progress_message"]
+            running = await call(c, "get_job_status", job_id=vectors_id)
         asked = time.monotonic()
-        cancelling = await call(c, "cancel_job", job_id=job_id)
+        cancelling = await call(c, "cancel_job", job_id=vectors_id)
         assert cancelling["status"] == "cancelling"
-        ended = await wait_status(c, job_id, {"cancelled"}, within=10)
+        ended = await wait_status(c, vectors_id, {"cancelled"}, within=10)
         assert time.monotonic() - asked < 5.0
         assert ended["cancelled_at"] and ended["completed_at"]
-        repos = await call(c, "list_repositories")
-        [repo] = repos["repositories"]
-        assert 0 < repo["file_count"] < 40
-        found = await call(c, "search_code", query="load", mode="lexical", limit=50)
-        assert {h["file_path"] for h in found["results"]} <= {
-            f"pkg/mod_{i:03d}.py" for i in range(40)
-        }
-        # The cancelled repository is indexed again to the end by a new job.
-        again = await call(c, "start_indexing_background", repo_path=str(root))
-        await wait_status(c, again["job_id"], {"completed"})
+        # What was stored stays: every file is searchable, some chunks by meaning already.
         [repo] = (await call(c, "list_repositories"))["repositories"]
-        assert repo["file_count"] == 40
+        assert repo["file_count"] == 40 and 0 < repo["vector_count"] < repo["chunk_count"]
+        assert 0 < repo["semantic_percent"] < 100 and "semantic_job_id" not in repo
+        found = await call(c, "search_code", query="load path", limit=5)
+        assert found["mode"] == "hybrid" and found["results"]
+        [layer] = found["semantic_coverage"]
+        assert layer["vectors"] == repo["vector_count"] and "job_id" not in layer
+        assert "index_repository resumes it" in found["message"]
+        # A new run builds the rest, and only the rest.
+        asked_before = sum(len(r.inputs) for r in slow_server.embedding_requests)
+        again = await call(c, "index_repository", repo_path=str(root))
+        assert again["files_indexed"] == 0 and again["vectors_missing"] > 0
+        await wait_status(c, again["vectors_job_id"], {"completed"})
+        [repo] = (await call(c, "list_repositories"))["repositories"]
+        assert repo["vector_count"] == repo["chunk_count"] and repo["semantic_percent"] == 100
+        embedded = sum(len(r.inputs) for r in slow_server.embedding_requests) - asked_before
+        assert embedded == again["vectors_missing"]
 
 
 async def test_a_blocked_job_resumes_when_the_embedding_server_is_back(
@@ -273,10 +293,33 @@ async def test_index_repository_goes_through_the_queue(tmp_path: Path, pg_env: s
     async with Client(build_server(Settings(embedder="hash"))) as c:
         indexed = await call(c, "index_repository", repo_path=str(root))
         assert indexed["status"] == "success"
+        await wait_status(c, indexed["vectors_job_id"], {"completed"})
         listed = await call(c, "list_background_jobs")
-        assert [j["status"] for j in listed["jobs"]] == ["completed"]
-    # The same queue from the library: the job is there for every client to see.
+        assert [(j["kind"], j["status"]) for j in listed["jobs"]] == [
+            ("semantic", "completed"),
+            ("lexical", "completed"),
+        ]
+    # The same queue from the library: the jobs are there for every client to see.
     async with open_codebase(Settings(embedder="hash")) as cb:
         page = await cb.jobs.list(JobQuery.build(project_id=cb.project_id))
-        assert page.total_count == 1 and page.jobs[0].result is not None
-        assert page.jobs[0].result.files_indexed == 2
+        assert page.total_count == 2 and page.jobs[1].result is not None
+        assert page.jobs[1].result.files_indexed == 2  # type: ignore[union-attr]
+
+
+async def test_a_search_while_a_repository_is_first_indexed_says_so(
+    tmp_path: Path, pg_env: str
+) -> None:
+    root = write_repo(tmp_path / "repo", 600)
+    async with Client(build_server(Settings(embedder="hash", index_batch_files=2))) as c:
+        job_id = (await call(c, "start_indexing_background", repo_path=str(root)))["job_id"]
+        # A query nothing matches: an empty answer either way, which must not pass for "none".
+        found = await call(c, "search_code", query="zebra quokka", mode="lexical")
+        assert found["results"] == [] and found["indexing_repositories"] == ["repo"]
+        assert found["message"].startswith("No results yet: repo is still being indexed")
+        text = await call(c, "search_code", query="zebra quokka", response_format="markdown")
+        assert "No results yet: repo is still being indexed" in text
+        assert "\n\nNo results." not in text
+        await wait_status(c, job_id, {"completed"})
+        after = await call(c, "search_code", query="zebra quokka", mode="lexical")
+        assert after["results"] == [] and "indexing_repositories" not in after
+        assert "message" not in after

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,26 @@ async def call(c: Client[Any], tool: str, **args: Any) -> Any:
     if result.structured_content is not None:
         return result.structured_content
     return result.content[0].text
+
+
+async def index_both(c: Client[Any], **args: Any) -> dict[str, Any]:
+    """``index_repository`` (the lexical layer), then the semantic job it queued, waited for
+    to its end: the repository's vectors are all built when it returns."""
+    indexed: dict[str, Any] = await call(c, "index_repository", **args)
+    await vectors_built(c, indexed)
+    return indexed
+
+
+async def vectors_built(c: Client[Any], indexed: dict[str, Any]) -> None:
+    """Wait for the semantic job an ``index_repository`` answer names (if any) to complete."""
+    job_id = indexed.get("vectors_job_id")
+    if job_id is not None:
+        deadline = time.monotonic() + 120
+        while (status := await call(c, "get_job_status", job_id=job_id))["status"] != "completed":
+            assert status["status"] in ("pending", "running"), status
+            assert time.monotonic() < deadline, status
+            await asyncio.sleep(0.05)
+        assert status["semantic_coverage"]["percent"] == 100, status
 
 
 async def error_of(c: Client[Any], tool: str, **args: Any) -> str:
@@ -136,8 +157,9 @@ async def test_index_with_progress_then_search(tmp_path: Path, pg_env: str) -> N
 
     async with Client(build_server(Settings(embedder="hash")), progress_handler=on_progress) as c:
         # ``path`` is accepted as an alias of ``repo_path``.
-        indexed = await call(c, "index_repository", path=str(root), name="demo")
+        indexed = await index_both(c, path=str(root), name="demo")
         assert indexed["status"] == "success"
+        assert indexed["vectors_missing"] == indexed["chunks_created"]
         assert (indexed["files_indexed"], indexed["project_id"]) == (2, pg_env)
         assert indexed["database_name"] == schema_name(pg_env)
         assert indexed["chunks_created"] >= 2 and indexed["errors"] == []
@@ -225,6 +247,7 @@ async def test_response_formats(tmp_path: Path, client: Client[Any]) -> None:
     assert concise_index is not None
     assert "errors" not in concise_index and concise_index["error_count"] == 0
     assert json.loads(indexed.content[0].text) == concise_index
+    await vectors_built(client, concise_index)
 
     md_index = await call(
         client,
@@ -233,7 +256,8 @@ async def test_response_formats(tmp_path: Path, client: Client[Any]) -> None:
         response_format="markdown",
         detail_level="concise",
     )
-    assert md_index.startswith("| repository | status |") and md_index.count("\n") == 2
+    # The table, then what its semantic layer waits for (unchanged files: nothing).
+    assert md_index.startswith("| repository | status |") and md_index.count("\n") == 2, md_index
 
     query = {"query": "how are task status values validated", "limit": 10, "mode": "lexical"}
     detailed = await call(client, "search_code", **query)
@@ -591,7 +615,9 @@ async def test_an_abandoned_index_run_completes(tmp_path: Path, client: Client[A
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(f"def fn_{i}_{j}(x):\n    return x + {j}\n" for j in range(30)))
     with pytest.raises(Exception, match="timed out"):
-        await client.call_tool("index_repository", {"repo_path": str(root)}, timeout=0.2)
+        # Long enough for the job to be queued (a request cancelled before that leaves no
+        # job, as it should), far too short for 12,000 chunks.
+        await client.call_tool("index_repository", {"repo_path": str(root)}, timeout=1.0)
     # Up to two minutes: 12,000 chunks, and CI shares the two cores with Postgres.
     for _ in range(480):
         repos = (await call(client, "list_repositories"))["repositories"]

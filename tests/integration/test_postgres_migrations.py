@@ -138,7 +138,17 @@ async def test_upgrade_to_postings_blocks_keeps_bm25_and_replacement(
                 ws_name,
             )
             for table in ("meta", "repositories", "files"):
-                await conn.execute(f"INSERT INTO {q}.{table} SELECT * FROM {src}.{table}")
+                # The columns the old version has (later versions added some).
+                names = await conn.fetch(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+                    ws_name,
+                    table,
+                )
+                cols = ", ".join(f'"{r["column_name"]}"' for r in names)
+                await conn.execute(
+                    f"INSERT INTO {q}.{table} ({cols}) SELECT {cols} FROM {src}.{table}"
+                )
             await conn.execute(
                 f"INSERT INTO {q}.chunks OVERRIDING SYSTEM VALUE SELECT * FROM {src}.chunks"
             )

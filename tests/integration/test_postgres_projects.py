@@ -62,7 +62,9 @@ async def test_projects_are_isolated(db: PgDatabase, pg_url: str) -> None:
 
 async def test_dimension_mismatch_is_refused_with_the_fix(db: PgDatabase, project: str) -> None:
     store = PgChunkStore(db, project)
-    await indexing_service(store, FILES, dimension=64).index(IndexRequest(root="/repo"))
+    first = indexing_service(store, FILES, dimension=64)
+    await first.index(IndexRequest(root="/repo"))
+    await first.build_vectors(IndexRequest(root="/repo"))
     other = InMemorySourceTree({"/other": {"x.py": b"def other():\n    return 1\n"}})
     counter = TiktokenCounter()
     service = IndexingService(
@@ -86,11 +88,15 @@ async def test_forced_reindex_switches_the_only_repository_to_a_new_dimension(
     db: PgDatabase, project: str
 ) -> None:
     store = PgChunkStore(db, project)
-    await indexing_service(store, FILES, dimension=64).index(IndexRequest(root="/repo"))
-    result = await indexing_service(store, FILES, dimension=32).index(
-        IndexRequest(root="/repo", force=True)
-    )
-    assert result.chunks_embedded == result.chunks_created > 0
+    first = indexing_service(store, FILES, dimension=64)
+    await first.index(IndexRequest(root="/repo"))
+    await first.build_vectors(IndexRequest(root="/repo"))
+    switched = indexing_service(store, FILES, dimension=32)
+    result = await switched.index(IndexRequest(root="/repo", force=True))
+    # The old vectors are dropped with the switch: every chunk waits for a new one.
+    assert result.vectors_missing == result.chunks_created > 0
+    built = await switched.build_vectors(IndexRequest(root="/repo"))
+    assert built.chunks_embedded == result.chunks_created
     hits, total = await store.vector_search(
         await HashingEmbedder(32).embed_query("hash password"), NO_FILTER, 3
     )

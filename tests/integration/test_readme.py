@@ -25,7 +25,9 @@ def test_library_example_runs() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "codebase_core/services/search.py" in proc.stdout
+    # The function that collapses duplicate hits, and where a search calls it.
+    assert "codebase_core/services/hits.py" in proc.stdout
+    assert "codebase_core/services/search/service.py" in proc.stdout
 
 
 async def test_client_configuration_snippet_starts_the_server(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
 from codebase_mcp_search.entrypoints.cli.views import (
     columns,
     dump,
+    layer_text,
     projects_view,
     repositories_view,
     repository_view,
@@ -30,8 +31,9 @@ async def repos_command(run: Run) -> int:
         cb = await open_project(ws, a.project, create=False)
         if action == "list":
             repos = await cb.repositories()
+            layers = await cb.semantic_layers(repos)
             if a.json:
-                dump(repositories_view(repos, cb.project_id, cb.database_name))
+                dump(repositories_view(repos, cb.project_id, cb.database_name, layers))
             elif not repos:
                 run.out.print(
                     f"No repositories in project {cb.project_id!r}: "
@@ -46,16 +48,18 @@ async def repos_command(run: Run) -> int:
                         r.name,
                         r.file_count,
                         r.chunk_count,
-                        when(r.indexed_at),
+                        layer_text(layers.get(r.id)),
+                        when(r.indexed_at) if r.indexed_at else "indexing",
                         r.embedding_model or "none",
                         r.path,
                     )
                     for r in repos
                 ]
-                header = ("id", "name", "files", "chunks", "indexed", "model", "path")
+                header = ("id", "name", "files", "chunks", "vectors", "indexed", "model", "path")
                 run.out.print(columns(header, rows), highlight=False, markup=False)
             return EXIT_OK
         repo = await cb.repository(a.repository_id)
+        layer = (await cb.semantic_layers([repo])).get(repo.id)
         if action == "delete":
             await cb.delete_repository(repo.id)
             if a.json:
@@ -70,7 +74,7 @@ async def repos_command(run: Run) -> int:
                 )
             return EXIT_OK
         if a.json:
-            dump(repository_view(repo, cb.project_id, cb.database_name))
+            dump(repository_view(repo, cb.project_id, cb.database_name, layer))
             return EXIT_OK
         fields = [
             ("id", repo.id),
@@ -79,7 +83,8 @@ async def repos_command(run: Run) -> int:
             ("project", cb.project_id),
             ("files", repo.file_count),
             ("chunks", repo.chunk_count),
-            ("indexed", when(repo.indexed_at)),
+            ("vectors", f"{repo.vector_count} ({layer_text(layer)})" if layer else "-"),
+            ("indexed", when(repo.indexed_at) if repo.indexed_at else "indexing"),
             (
                 "model",
                 f"{repo.embedding_model} ({repo.embedding_dimension} dimensions)"

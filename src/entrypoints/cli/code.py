@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from rich.console import Console
@@ -9,11 +10,13 @@ from rich.syntax import Syntax
 
 from codebase_mcp_search.core.errors import RepositoryNotFound
 from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery, SearchResult
+from codebase_mcp_search.core.services import RunCounts
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
 from codebase_mcp_search.entrypoints.cli.jobs import index_background
 from codebase_mcp_search.entrypoints.cli.progress import IndexProgress
 from codebase_mcp_search.entrypoints.cli.views import dump, index_view
+from codebase_mcp_search.entrypoints.codebase import with_vectors
 from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces
 from codebase_mcp_search.entrypoints.presenters import search_payload
 from codebase_mcp_search.entrypoints.requests import index_request, resolve_repo_path
@@ -22,10 +25,43 @@ SNIPPET_LINES = 12
 ERRORS_SHOWN = 20
 
 
-async def _index(run: Run, cb: Codebase, request: IndexRequest) -> IndexResult:
-    wait = not getattr(run.args, "no_wait", False)
-    with IndexProgress(run.err, request.root, quiet=run.args.quiet) as progress:
-        return await cb.index(request, progress=progress.callback, wait=wait)
+async def _index(
+    run: Run, cb: Codebase, request: IndexRequest, *, vectors: bool = True
+) -> IndexResult:
+    """Both layers of ``request``'s repository, each with its progress: the lexical one, then
+    (with ``vectors``) the vectors it left missing. Interrupted (Ctrl-C) while the vectors
+    are built, it says what is kept and how to go on, and stops."""
+    a = run.args
+    wait = not getattr(a, "no_wait", False)
+    with IndexProgress(run.err, request.root, quiet=a.quiet) as progress:
+        result = await cb.index(request, progress=progress.callback, wait=wait, vectors=False)
+    missing = result.vectors_missing
+    if not (vectors and missing):
+        return result
+    if not a.quiet:
+        run.err.print(
+            f"{result.repository_name} is searchable now (exact terms, ranked); embedding "
+            f"{missing} chunks for search by meaning (Ctrl-C keeps what is done)",
+            highlight=False,
+            markup=False,
+        )
+    counts = RunCounts()
+    progress = IndexProgress(run.err, request.root, quiet=a.quiet, announce=False)
+    try:
+        with progress:
+            built = await cb.build_vectors(
+                request, progress=progress.callback, wait=wait, counts=counts
+            )
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        run.err.print(
+            f"stopped: {counts.vectors_stored} of {missing} vectors were stored and are kept; "
+            f"search works meanwhile (exact terms for the rest). 'codebase-mcp index "
+            f"{request.root}' embeds the rest, or --background leaves it to a worker",
+            highlight=False,
+            markup=False,
+        )
+        raise
+    return with_vectors(result, built)
 
 
 async def index_command(run: Run) -> int:
@@ -36,7 +72,11 @@ async def index_command(run: Run) -> int:
     request = index_request(a.path, name=a.name, force=a.force, field="path")
     async with open_workspaces(run.settings) as ws:
         cb = await open_project(ws, a.project, create=True)
-        result = await _index(run, cb, request)
+        result = await _index(run, cb, request, vectors=not a.lexical_first)
+        if a.lexical_first and result.vectors_missing and run.settings.store != "memory":
+            # A worker builds them (a server's, or 'codebase-mcp worker'); else the next run.
+            job_id = await cb.queue_vectors(await cb.named(request))
+            result = result.model_copy(update={"vectors_job_id": job_id})
     if a.json:
         dump(index_view(result, cb.project_id, cb.database_name))
     else:
@@ -115,6 +155,19 @@ def print_index(result: IndexResult, out: Console, *, verbose: bool = False) -> 
         f"in {result.duration_seconds:.2f}s: [bold]{result.status.value}[/]",
         highlight=False,
     )
+    if result.vectors_missing:
+        how = (
+            f"job {result.vectors_job_id} builds them (a running 'codebase-mcp serve' or "
+            "'codebase-mcp worker' runs it)"
+            if result.vectors_job_id
+            else "the next 'codebase-mcp index' of it builds them"
+        )
+        out.print(
+            f"  {result.vectors_missing} chunks wait for a vector: {how}; search works "
+            "meanwhile (exact terms for those)",
+            highlight=False,
+            markup=False,
+        )
     skipped = skipped_line(result)
     if skipped:
         hint = "" if verbose or not result.skipped else " (--verbose lists them)"
@@ -138,6 +191,32 @@ def print_index(result: IndexResult, out: Console, *, verbose: bool = False) -> 
         )
 
 
+def partial_lines(result: SearchResult) -> list[str]:
+    """What a search could not yet see, in the CLI's words (none: it saw everything)."""
+    lines: list[str] = []
+    if result.indexing_repositories:
+        names = ", ".join(result.indexing_repositories)
+        if result.hits:
+            lines.append(f"still being indexed: {names} (files not yet written are not searched)")
+        else:
+            lines.append(
+                f"No results yet for {result.query!r}: {names} is still being indexed, and "
+                "its files become searchable as they are written; search again in a few seconds"
+            )
+    for layer in result.semantic_coverage:
+        if layer.job_id is None:
+            how = "none is being built: 'codebase-mcp index PATH' builds the rest"
+        elif layer.eta_seconds is not None:
+            how = f"job {layer.job_id}, about {layer.eta_seconds:.0f} s left"
+        else:
+            how = f"job {layer.job_id}"
+        lines.append(
+            f"vectors of {layer.repository}: {layer.vectors}/{layer.chunks} chunks ({how}); "
+            "chunks without one were ranked by exact terms"
+        )
+    return lines
+
+
 def print_search(result: SearchResult, out: Console) -> None:
     if result.lexical_only_repositories:
         out.print(
@@ -146,8 +225,11 @@ def print_search(result: SearchResult, out: Console) -> None:
             "'codebase-mcp index PATH' to add their vectors",
             highlight=False,
         )
+    for line in partial_lines(result):
+        out.print(line, highlight=False, markup=False)
     if not result.hits:
-        out.print(f"No results for {result.query!r} ({result.mode.value} search).")
+        if not result.indexing_repositories:
+            out.print(f"No results for {result.query!r} ({result.mode.value} search).")
         return
     out.print(
         f"[dim]{len(result.hits)} of {result.total_count} matching chunks, "

@@ -8,7 +8,7 @@ import contextlib
 import signal
 
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.models import Job, JobQuery
+from codebase_mcp_search.core.models import IndexResult, Job, JobKind, JobQuery, SemanticLayer
 from codebase_mcp_search.entrypoints.cli.admin import when
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_OK
@@ -23,6 +23,11 @@ from codebase_mcp_search.entrypoints.presenters import (
 from codebase_mcp_search.entrypoints.requests import index_request
 from codebase_mcp_search.entrypoints.settings import Settings
 from codebase_mcp_search.entrypoints.worker import running_worker
+
+KINDS = {
+    JobKind.LEXICAL: "files chunked and written: search by exact terms",
+    JobKind.SEMANTIC: "vectors built: search by meaning",
+}
 
 
 def _shared_store(settings: Settings, flag: str) -> None:
@@ -59,17 +64,25 @@ async def index_background(run: Run) -> int:
     return EXIT_OK
 
 
-def _print_job(job: Job, run: Run) -> None:
+def _print_job(job: Job, layer: SemanticLayer | None, run: Run) -> None:
     def line(key: str, value: object) -> None:
         run.out.print(f"{key:<10} {value}", highlight=False, markup=False)
 
     line("id", job.id)
+    line("kind", f"{job.kind.value} ({KINDS[job.kind]})")
     line("status", job.status.value + (" (cancelling)" if job.cancel_requested else ""))
     line("progress", f"{job.progress_percentage}% {job.progress_message}")
     line("repository", f"{job.repo_name} ({job.repo_path})")
     line("project", job.project_id)
-    line("files", f"{job.files_indexed} indexed of {job.files_scanned} scanned")
-    line("chunks", job.chunks_created)
+    if job.kind is JobKind.LEXICAL:
+        line("files", f"{job.files_indexed} indexed of {job.files_scanned} scanned")
+        line("chunks", job.chunks_created)
+    if isinstance(job.result, IndexResult) and job.result.vectors_job_id:
+        line("vectors", f"built by job {job.result.vectors_job_id}")
+    if layer is not None:
+        line(
+            "coverage", f"{layer.vectors}/{layer.chunks} chunks hold a vector ({layer.percent:g}%)"
+        )
     line("created", when(job.created_at))
     if job.started_at is not None:
         line("started", when(job.started_at))
@@ -92,6 +105,7 @@ async def jobs_command(run: Run) -> int:
         if action == "status":
             job = await service.status(a.job_id)
             database = ws.database_name(job.project_id)
+            layer = await ws.semantic_layer_of(job)
         elif action == "cancel":
             job = await service.cancel(a.job_id)
         else:
@@ -99,9 +113,9 @@ async def jobs_command(run: Run) -> int:
             page = await service.list(query.model_copy(update={"project_id": cb.project_id}))
     if action == "status":
         if a.json:
-            dump(job_status_payload(job, database))
+            dump(job_status_payload(job, database, layer))
         else:
-            _print_job(job, run)
+            _print_job(job, layer, run)
         return EXIT_OK
     if action == "cancel":
         payload = job_cancel_payload(job)
@@ -125,11 +139,18 @@ async def jobs_command(run: Run) -> int:
         run.out.print(f"No jobs in project {cb.project_id!r}.", highlight=False, markup=False)
         return EXIT_OK
     rows = [
-        (j.id, j.status.value, f"{j.progress_percentage}%", when(j.created_at), j.repo_path)
+        (
+            j.id,
+            j.kind.value,
+            j.status.value,
+            f"{j.progress_percentage}%",
+            when(j.created_at),
+            j.repo_path,
+        )
         for j in page.jobs
     ]
     run.out.print(
-        columns(("id", "status", "progress", "created", "repository"), rows),
+        columns(("id", "kind", "status", "progress", "created", "repository"), rows),
         highlight=False,
         markup=False,
     )

@@ -57,6 +57,12 @@ def _code(sub: Any) -> None:
         help="fail with REPOSITORY_BUSY if another process is indexing this repository",
     )
     ix.add_argument(
+        "--lexical-first",
+        action="store_true",
+        help="return as soon as search works (exact terms, ranked); the vectors are left to "
+        "a worker ('codebase-mcp serve' or 'codebase-mcp worker') or the next index run",
+    )
+    ix.add_argument(
         "--background",
         action="store_true",
         help="queue a job and return its id at once (a server or 'codebase-mcp worker' runs it)",

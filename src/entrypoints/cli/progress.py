@@ -1,7 +1,8 @@
 """Indexing progress on stderr: a live bar on a terminal, plain lines in a pipe.
 
-The indexing service reports ``(phase, done, total)``; ``embedding`` counts chunks (its total
-grows as batches are cut), ``chunking``, ``writing`` and ``deleting`` count files. On a
+The indexing service reports ``(phase, done, total)``; ``embedding`` (a run of the vectors)
+counts the vectors stored of those missing, ``chunking``, ``writing`` and ``deleting`` count
+files. On a
 terminal each phase gets a row of a live display (embedding with its rate in chunks/s). When
 stderr is not a terminal (a pipe, CI) no control sequence is written: one line when a phase
 starts, a line at most every ``HEARTBEAT_S`` seconds while a long phase goes on, and one for
@@ -104,7 +105,8 @@ class IndexProgress:
     """The progress callback of one indexing run (``callback``), shown on ``err``.
 
     ``live=None`` decides from ``err``: a live display on a terminal, plain lines otherwise;
-    ``quiet`` shows only that the run waits for another process.
+    ``quiet`` shows only that the run waits for another process; ``announce=False`` prints no
+    first line (a run of the vectors, after its repository's lexical run said it).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class IndexProgress:
         path: str,
         *,
         quiet: bool = False,
+        announce: bool = True,
         live: bool | None = None,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -120,6 +123,7 @@ class IndexProgress:
         self._err = err
         self._path = path
         self._quiet = quiet
+        self._announce = announce
         self._live = (err.is_terminal and not err.is_dumb_terminal) if live is None else live
         self._stream = stream
         self._clock = clock
@@ -146,7 +150,7 @@ class IndexProgress:
             )
             self._bar.start()
             self._starting = self._bar.add_task("starting", total=None)
-        else:
+        elif self._announce:
             self._line(f"indexing {self._path}")
         return self
 
@@ -176,8 +180,9 @@ class IndexProgress:
         self._seen.add(phase)
         if phase == "waiting":
             if first:
+                doing = "indexing" if self._announce else "building the vectors of"
                 self._err.print(
-                    f"another process is indexing {self._path}; waiting for it to finish "
+                    f"another process is {doing} {self._path}; waiting for it to finish "
                     "(--no-wait to fail instead)",
                     highlight=False,
                 )
@@ -191,8 +196,7 @@ class IndexProgress:
         if first:
             if phase == "done":
                 return
-            # The embedding total grows as batches are cut: its count comes with the rate.
-            counted = unit and total and phase != "embedding"
+            counted = unit and total
             self._line(f"{phase} {total} {unit}" if counted else phase)
         elif unit and self._clock() - self._last_line >= HEARTBEAT_S:
             text = f"{phase} {done}/{total} {unit}"

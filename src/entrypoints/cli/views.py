@@ -10,10 +10,17 @@ rather than importing the server (fastmcp) into every CLI run.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codebase_mcp_search.core.models import IndexResult, ProjectInfo, Repository, Task, TaskPage
+from codebase_mcp_search.core.models import (
+    IndexResult,
+    ProjectInfo,
+    Repository,
+    SemanticLayer,
+    Task,
+    TaskPage,
+)
 from codebase_mcp_search.entrypoints.presenters import index_payload, repository_payload
 
 
@@ -30,19 +37,41 @@ def index_view(result: IndexResult, project_id: str, database_name: str | None) 
 
 
 def repositories_view(
-    repos: Sequence[Repository], project_id: str, database_name: str | None
+    repos: Sequence[Repository],
+    project_id: str,
+    database_name: str | None,
+    layers: Mapping[str, SemanticLayer],
 ) -> dict[str, Any]:
-    """As ``list_repositories``."""
+    """As ``list_repositories`` (``layers``: each repository's semantic layer, by id)."""
     return {
-        "repositories": [repository_payload(r) for r in repos],
+        "repositories": [repository_payload(r, layers.get(r.id)) for r in repos],
         "project_id": project_id,
         "database_name": database_name,
     }
 
 
-def repository_view(repo: Repository, project_id: str, database_name: str | None) -> dict[str, Any]:
+def repository_view(
+    repo: Repository, project_id: str, database_name: str | None, layer: SemanticLayer | None
+) -> dict[str, Any]:
     """One repository as ``list_repositories`` shows each, with its project."""
-    return {**repository_payload(repo), "project_id": project_id, "database_name": database_name}
+    return {
+        **repository_payload(repo, layer),
+        "project_id": project_id,
+        "database_name": database_name,
+    }
+
+
+def layer_text(layer: SemanticLayer | None) -> str:
+    """A repository's vectors in a few characters: ``100%``, ``42% (~40 s)``, ``-`` (none)."""
+    if layer is None:
+        return "-"
+    text = f"{layer.percent:g}%"
+    if layer.vectors < layer.chunks:
+        if layer.eta_seconds is not None:
+            text += f" (~{layer.eta_seconds:.0f} s)"
+        elif layer.job_id is not None:
+            text += " (queued)"
+    return text
 
 
 def projects_view(projects: Sequence[ProjectInfo]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from codebase_mcp_search.entrypoints.presenters import (
     SKIPPED_LISTED,
     index_payload,
     lexical_only_payload,
+    partial_payload,
     search_payload,
 )
 
@@ -69,15 +70,69 @@ def _concise_hit(hit: SearchHit) -> dict[str, Any]:
     return out
 
 
+LAYERS_NAMED = 3
+"""Semantic layers under way that a message names one by one (the rest are counted)."""
+
+
+def search_message(result: SearchResult) -> str | None:
+    """What a search could not yet see, in words (None: it saw everything)."""
+    parts: list[str] = []
+    if result.indexing_repositories:
+        names = ", ".join(result.indexing_repositories)
+        if result.hits:
+            parts.append(f"Still being indexed: {names} (files not yet written are not searched).")
+        else:
+            parts.append(
+                f"No results yet: {names} is still being indexed, and its files become "
+                "searchable as they are written; search again in a few seconds."
+            )
+    layers = result.semantic_coverage
+    for layer in layers[:LAYERS_NAMED]:
+        if layer.job_id is None:
+            how = "no job is building the rest: index_repository resumes it"
+        elif layer.eta_seconds is not None:
+            how = f"job {layer.job_id}, about {layer.eta_seconds:.0f} s left"
+        else:
+            how = f"job {layer.job_id}"
+        parts.append(
+            f"Vectors of {layer.repository}: {layer.vectors}/{layer.chunks} chunks ({how})."
+        )
+    if len(layers) > LAYERS_NAMED:
+        parts.append(f"And {len(layers) - LAYERS_NAMED} more repositories building vectors.")
+    if layers:
+        parts.append("Chunks without a vector were ranked by exact terms.")
+    return " ".join(parts) or None
+
+
+def index_message(result: IndexResult) -> str | None:
+    """What an indexing run left for the semantic layer, in words (None: nothing)."""
+    if not result.vectors_missing:
+        return None
+    head = (
+        "Searchable now by exact terms, with ranking. "
+        f"{result.vectors_missing} chunks wait for a vector"
+    )
+    if result.vectors_job_id:
+        return (
+            f"{head}: job {result.vectors_job_id} builds them in the background (follow it with "
+            "get_job_status), and searches use each vector as soon as it is stored."
+        )
+    return f"{head}: index_repository builds them."
+
+
 def search_json(result: SearchResult, project_id: str, detail: DetailLevel) -> dict[str, Any]:
+    message = search_message(result)
+    said = {"message": message} if message else {}
     if detail == "detailed":
-        return search_payload(result, project_id)
+        return {**search_payload(result, project_id), **said}
     return {
         "results": [_concise_hit(h) for h in result.hits],
         "total_count": result.total_count,
         "mode": result.mode.value,
         "latency_ms": round(result.latency_ms, 1),
         **lexical_only_payload(result),
+        **partial_payload(result),
+        **said,
         "project_id": project_id,
     }
 
@@ -111,6 +166,11 @@ def search_markdown(result: SearchResult, detail: DetailLevel) -> str:
         head += (
             f"\n\nRanked lexically (indexed without vectors; index_repository adds them): {names}"
         )
+    message = search_message(result)
+    if message:
+        head += f"\n\n{message}"
+    if not result.hits and message:
+        return head
     if not result.hits:
         return head + "\n\nNo results."
     if detail == "concise":
@@ -162,6 +222,9 @@ def index_json(
     result: IndexResult, project_id: str, database_name: str | None, detail: DetailLevel
 ) -> dict[str, Any]:
     payload = index_payload(result, project_id, database_name)
+    message = index_message(result)
+    if message:
+        payload["message"] = message
     if detail == "concise":
         payload["error_count"] = len(payload.pop("errors"))
         payload.pop("skipped")
@@ -173,6 +236,7 @@ def index_markdown(
     result: IndexResult, project_id: str, database_name: str | None, detail: DetailLevel
 ) -> str:
     seconds = f"{result.duration_seconds:.2f}"
+    message = index_message(result)
     if detail == "concise":
         return (
             "| repository | status | files indexed | unchanged | deleted | chunks | seconds "
@@ -182,6 +246,7 @@ def index_markdown(
             f"{result.files_deleted} | {result.chunks_created} | {seconds} | "
             f"{len(result.errors)} |"
             + (f"\n\nSkipped: {_skipped_counts(result)}" if result.files_skipped else "")
+            + (f"\n\n{message}" if message else "")
         )
     where = f"project {project_id}" + (f" (schema {database_name})" if database_name else "")
     lines = [
@@ -200,6 +265,8 @@ def index_markdown(
         f"- duration: {seconds} s",
         f"- skipped: {_skipped_counts(result) or 'none'}",
     ]
+    if message:
+        lines += ["", message]
     if result.errors:
         lines += ["", f"## Errors ({len(result.errors)})", ""]
         lines += [f"- `{e.path}`: {e.error}" for e in result.errors]

@@ -120,19 +120,21 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     ) -> ToolResult:
         """Index a repository for search, or bring its index up to date.
 
-        Incremental: only files whose content changed since the last run are re-chunked and
-        re-embedded, so re-running it on an indexed repository is cheap (about a second for
-        10,000 unchanged files). Sends progress notifications while it runs. A first index of
-        a large repository with a neural embedder can take minutes: clients that do not reset
-        their timeout on progress may give up before it ends: the run still completes on the
-        server, and calling this tool again for the repository joins it and returns its
-        result.
+        Two layers: this call returns once the files are chunked and written, when search
+        works by exact terms with the ranking stack (seconds, even for 10,000 files); the
+        vectors for search by meaning are then built in the background by a semantic job
+        (vectors_job_id; follow it with get_job_status), and searches use them as they are
+        stored. Incremental: only files whose content changed since the last run are
+        re-chunked, and only their changed chunks re-embedded, so re-running it on an indexed
+        repository is cheap. Sends progress notifications while it runs; calling it again
+        while a run is under way joins that run.
 
         Returns repository_id (use it to filter search_code), files_indexed, chunks_created,
+        vectors_missing (chunks still waiting for a vector) and vectors_job_id,
         duration_seconds, status (success / partial / failed), errors, files_skipped (files
         left out on purpose, counted by reason: too_large, binary, minified, secret,
         lock_file, ignored, excluded_dir; the list itself with detail_level 'detailed'),
-        project_id and database_name.
+        message, project_id and database_name.
         """
         state = state_of(ctx)
         with coded():
@@ -211,8 +213,12 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         similarity_score (0-1), content and 10 lines of context before and after, plus
         total_count (matches before the limit) and latency_ms; lexical_only_repositories
         names repositories ranked lexically because they were indexed without vectors
-        (index_repository adds them). A hit whose file changed on disk
-        since it was indexed carries stale: true (search again with refresh=true).
+        (index_repository adds them). While a repository's vectors are being built,
+        semantic_coverage gives its vectors of its chunks (with the job and the time left)
+        and chunks without a vector are ranked by exact terms; indexing_repositories names
+        repositories still being indexed (a message says what the answer may miss). A hit
+        whose file changed on disk since it was indexed carries stale: true (search again
+        with refresh=true).
         """
         state = state_of(ctx)
         with coded():
@@ -251,13 +257,16 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
     async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
         """The indexed repositories of a project: id (to filter search_code), name, path,
-        file_count, chunk_count, indexed_at and embedding_model."""
+        file_count, chunk_count, indexed_at (null while a first index runs), embedding_model,
+        vector_count and semantic_percent (chunks holding a vector; below 100 while the
+        semantic layer is built, with semantic_job_id and semantic_eta_seconds)."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             repos = await cb.repositories()
+            layers = await cb.semantic_layers(repos)
         return {
-            "repositories": [repository_payload(r) for r in repos],
+            "repositories": [repository_payload(r, layers.get(r.id)) for r in repos],
             "project_id": cb.project_id,
             "database_name": cb.database_name,
         }

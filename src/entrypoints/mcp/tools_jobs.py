@@ -63,12 +63,17 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         'Generating embeddings: 2500/10000'), files_scanned, files_indexed, chunks_created,
         created_at, started_at, completed_at, cancelled_at, error_message, error_type (why it
         failed, or what blocks it: it resumes by itself once that is back),
-        estimated_time_remaining_seconds, project_id and database_name. JOB_NOT_FOUND for an
-        unknown id."""
+        estimated_time_remaining_seconds, project_id and database_name; then kind ('lexical':
+        files chunked and written; 'semantic': their vectors built), attempts (runs begun:
+        more than one when it resumed after a crash or a block), vectors_job_id (the semantic
+        job a lexical one queued), chunks_embedded (a finished semantic job's last run) and
+        semantic_coverage (the repository's vectors, chunks, percent, and the building job's
+        eta_seconds). JOB_NOT_FOUND for an unknown id."""
         state = state_of(ctx)
         with coded():
             job = await state.workspaces.jobs.status(job_id)
-        return job_status_payload(job, state.workspaces.database_name(job.project_id))
+            layer = await state.workspaces.semantic_layer_of(job)
+        return job_status_payload(job, state.workspaces.database_name(job.project_id), layer)
 
     @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
     async def list_background_jobs(
