@@ -8,7 +8,7 @@ longer than it (so a merged bundle or a whole class does not count for one small
 
     python -m bench.cosqa_eval [--embedder none|hash|onnx|local] [--modes lexical,semantic,hybrid]
                                [--data ../shared/bench/cosqa] [--out bench/results/cosqa.json]
-                               [--variants JSON]
+                               [--variants JSON] [--max-tokens N]
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cosqa-") as tmp:
         root = Path(tmp) / "cosqa"
         queries, n_functions = write_corpus(Path(args.data), root)
-        settings = Settings(store="memory", embedder=args.embedder)
+        settings = Settings(store="memory", embedder=args.embedder, onnx_max_tokens=args.max_tokens)
         async with open_bench(settings) as bench:
             cb = bench.codebase
             t0 = time.perf_counter()
@@ -88,6 +88,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             out: dict[str, Any] = {
                 "embedder": args.embedder,
                 "model": repo.embedding_model,
+                "onnx_max_tokens": args.max_tokens,
+                "chunks_truncated": indexed.chunks_truncated,
                 "functions": n_functions,
                 "queries": len(queries),
                 "files": indexed.files_indexed,
@@ -120,6 +122,9 @@ def main() -> None:
     p.add_argument("--modes", default="lexical")
     p.add_argument("--data", default=str(DEFAULT_DATA))
     p.add_argument("--variants", default=None, help="ranking variants, JSON {name: {field: value}}")
+    p.add_argument(
+        "--max-tokens", type=int, default=None, help="the ONNX model's token budget per chunk"
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args()
     if not (Path(args.data) / "code_idx_map.txt").exists():

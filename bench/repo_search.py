@@ -12,10 +12,11 @@ then every query is searched with limit 10 and scored exactly by the benchmark's
   ``min(10, n_relevant)`` ones; NDCG is 0 when ``n_relevant`` is 0;
 - a repository scores the mean over its queries; the benchmark the mean over repositories.
 
-Vectors are cached by chunk text under ``bench/.cache`` (the model's own name inside), so a
-re-run embeds only new chunk texts.
+Vectors are cached by chunk text under ``bench/.cache`` (the model's own name inside, and
+the ONNX token budget in the file's name), so a re-run embeds only new chunk texts.
 
     python -m bench.repo_search [--embedder onnx|none|...] [--modes lexical,hybrid]
+        [--max-tokens N]
         [--repos fastapi,gin] [--bench-dir ../shared/bench/repo-search] [--out FILE]
         [--ablate] [--variants JSON] [--show-misses]
 """
@@ -166,8 +167,10 @@ async def run_repo(
     root = args.bench_dir / "repos" / spec["name"]
     if spec.get("benchmark_root"):
         root = root / spec["benchmark_root"]
-    settings = Settings(store="memory", embedder=args.embedder)
-    cache_file = CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
+    settings = Settings(store="memory", embedder=args.embedder, onnx_max_tokens=args.max_tokens)
+    # The budget changes the vectors but not the model's name: a cache of its own.
+    budget = f"_t{args.max_tokens}" if args.max_tokens else ""
+    cache_file = CACHE / f"repo_search_{args.embedder}{budget}_{spec['name']}.npz"
     async with open_bench(settings) as bench:
         cb = bench.codebase
         await _seed_vectors(bench, cache_file)
@@ -251,6 +254,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     langs = {s["name"]: s["language"] for s in specs}
     out: dict[str, Any] = {
         "embedder": args.embedder,
+        "onnx_max_tokens": args.max_tokens,
         "repositories": len(per_repo),
         "queries": sum(len(next(iter(r[k] for k in r if "/" in k))) for r in per_repo.values()),
         "published_dev_half": PUBLISHED,
@@ -272,6 +276,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--embedder", default="onnx")
+    p.add_argument(
+        "--max-tokens", type=int, default=None, help="the ONNX model's token budget per chunk"
+    )
     p.add_argument("--modes", default="lexical,hybrid", type=lambda s: s.split(","))
     p.add_argument("--repos", default=None, help="comma-separated names (default: all)")
     p.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)

@@ -122,6 +122,12 @@ ONNX_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 # on first use and cached: about twice as fast as fp32 on a CPU, same retrieval quality
 # (bench/README.md).
 ONNX_QUANTIZE: Final = True
+# Tokens of a chunk the ONNX model embeds (its beginning: signature and doc comment first),
+# capped by the model's own length; None: the model's own (256 for all-MiniLM-L6-v2).
+ONNX_MAX_TOKENS: Final[int | None] = None
+# Texts the ONNX model runs at once, sharing the threads; None: one per thread (a short
+# text has little to split among a run's threads: bench/README.md#cheaper-vectors).
+ONNX_PARALLEL_RUNS: Final[int | None] = None
 HASH_DIMENSION: Final = 384
 
 # --- Ranking (core.ranking.RankingConfig) ----------------------------------------

@@ -74,6 +74,8 @@ def _onnx(config: Mapping[str, Any], client: httpx.AsyncClient) -> OnnxEmbedder:
         quantize=config["onnx_quantize"],
         cache_dir=Path(config["data_dir"]) / "models",
         batch_size=config["embedding_batch_size"],
+        max_tokens=config["onnx_max_tokens"],
+        parallel_runs=config["onnx_parallel_runs"],
     )
 
 

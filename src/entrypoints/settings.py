@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     onnx_model_dir: Path | None = None
     onnx_file: str | None = None
     onnx_quantize: bool = defaults.ONNX_QUANTIZE
+    # Tokens of a chunk the ONNX model embeds, capped by the model's own (unset: the model's).
+    onnx_max_tokens: int | None = Field(default=defaults.ONNX_MAX_TOKENS, ge=8)
+    # Texts the ONNX model runs at once (unset: one per core).
+    onnx_parallel_runs: int | None = Field(default=defaults.ONNX_PARALLEL_RUNS, ge=1, le=64)
     # Texts per request (HTTP) or per forward pass (onnx, local).
     embedding_batch_size: int = Field(default=defaults.EMBEDDING_BATCH_SIZE, ge=1, le=2048)
     # HTTP requests in flight at once.

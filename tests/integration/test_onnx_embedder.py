@@ -4,6 +4,7 @@ official model, exact truncation counts, the int8 graph's cache, and every sourc
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import shutil
@@ -20,7 +21,7 @@ from codebase_mcp_search.adapters.onnx import BUILTIN_MODEL, OnnxEmbedder
 from codebase_mcp_search.adapters.onnx import model_files as model_files_module
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
-from codebase_mcp_search.core.errors import EmbedderUnavailable
+from codebase_mcp_search.core.errors import EmbedderUnavailable, ValidationFailed
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -119,6 +120,66 @@ async def test_truncation_is_counted_exactly_and_keeps_the_beginning(int8: OnnxE
     assert far_v == pytest.approx(fits_v, abs=1e-5)
     shorter = (await int8.embed_documents(["a " * 200])).vectors[0]
     assert shorter != pytest.approx(fits_v, abs=1e-5)
+
+
+async def test_a_token_budget_embeds_a_chunks_beginning_and_counts_it(
+    model_cache: Path, int8: OnnxEmbedder
+) -> None:
+    budget = OnnxEmbedder(cache_dir=model_cache, max_tokens=64)
+    # "a" is one token; [CLS] and [SEP] make 64 of 62 words.
+    fits, over = "a " * 62, "def f(x):\n    " + "return x + 1\n    " * 80
+    result = await budget.embed_documents([fits, over, "def f(): pass"])
+    assert budget.max_tokens == 64
+    assert result.truncated == 1  # the chunks longer than what the model saw
+    # Equal to the full model's vector of the text cut to 64 tokens (62 and the two marks).
+    words = int8._tokenizer.encode(over, add_special_tokens=False)
+    cut = over[: words.offsets[61][1]]
+    full = (await int8.embed_documents([fits, cut, "def f(): pass"])).vectors
+    assert full[1] == pytest.approx(result.vectors[1], abs=1e-6)
+    assert full[0] == pytest.approx(result.vectors[0], abs=1e-6)  # within the budget: same
+    assert full[2] == pytest.approx(result.vectors[2], abs=1e-6)
+    assert (await int8.embed_documents([over])).vectors[0] != pytest.approx(
+        result.vectors[1], abs=1e-3
+    )
+    # A query keeps the model's own length; the model's name does not change.
+    query = "a " * 200
+    assert await budget.embed_query(query) == pytest.approx(await int8.embed_query(query), abs=1e-6)
+    assert budget.model == int8.model
+    # A budget above the model's length is capped by it.
+    roomy = OnnxEmbedder(cache_dir=model_cache, max_tokens=4096)
+    assert (await roomy.embed_documents([over])).truncated == 1
+    assert roomy.max_tokens == 256
+    with pytest.raises(ValidationFailed, match="max_tokens"):
+        OnnxEmbedder(cache_dir=model_cache, max_tokens=4)
+
+
+async def test_parallel_runs_give_the_same_vectors(
+    model_cache: Path, int8: OnnxEmbedder, own_chunks: list[str]
+) -> None:
+    parallel = OnnxEmbedder(cache_dir=model_cache, parallel_runs=2, threads=2)
+    serial = OnnxEmbedder(cache_dir=model_cache, parallel_runs=1, threads=2)
+    texts = [*own_chunks[:30], "x", "a " * 400]
+    together = await parallel.embed_documents(texts)
+    alone = await serial.embed_documents(texts)
+    assert len(together.vectors) == len(texts)
+    for a, b in zip(together.vectors, alone.vectors, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)  # each text is its own run either way
+    assert together.truncated == alone.truncated >= 1
+    query = "parse a date"
+    assert await parallel.embed_query(query) == pytest.approx(
+        await serial.embed_query(query), abs=1e-5
+    )
+    with pytest.raises(ValidationFailed, match="parallel_runs"):
+        OnnxEmbedder(cache_dir=model_cache, parallel_runs=0)
+
+
+async def test_a_query_does_not_wait_behind_documents(int8: OnnxEmbedder) -> None:
+    """A search embeds its query while a batch of documents holds the model."""
+    await int8.embed_query("warm")
+    with int8._run_lock:  # as a document call in flight holds it
+        vector = await asyncio.wait_for(int8.embed_query("parse a date"), timeout=60)
+    assert len(vector) == int8.dimension
+    assert vector == pytest.approx(await int8.embed_query("parse a date"), abs=1e-6)
 
 
 async def test_order_lengths_and_empty_input(int8: OnnxEmbedder, own_chunks: list[str]) -> None:

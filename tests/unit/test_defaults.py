@@ -49,6 +49,8 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "onnx_model_dir": [(OnnxEmbedder, "model_dir")],
     "onnx_file": [(OnnxEmbedder, "graph_file")],
     "onnx_quantize": [(OnnxEmbedder, "quantize")],
+    "onnx_max_tokens": [(OnnxEmbedder, "max_tokens")],
+    "onnx_parallel_runs": [(OnnxEmbedder, "parallel_runs")],
     "embedding_batch_size": [
         (HttpEmbeddingOptions, "batch_size"),
         (OnnxEmbedder, "batch_size"),

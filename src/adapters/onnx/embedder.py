@@ -6,6 +6,7 @@ import importlib
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ DEFAULT_MODEL = defaults.ONNX_MODEL
 _DEFAULT_CACHE = Path(platformdirs.user_data_dir("codebase-mcp", appauthor=False)) / "models"
 # Token sequences longer than the model's position table cannot run at all.
 _FALLBACK_MAX_TOKENS = 512
+# The least token budget a document may be given: [CLS], [SEP] and a few words.
+MIN_TOKEN_BUDGET = 8
 
 
 def _cpu_count() -> int:
@@ -50,6 +53,14 @@ class OnnxEmbedder(InProcessEmbedder):
     normalisation. The texts of one call are sorted by token count into batches, so short
     chunks are not padded to the length of long ones; vectors come back in input order. A
     text longer than the model's sequence length is embedded from its beginning and counted.
+
+    ``max_tokens`` is a document's token budget (special tokens included), capped by the
+    model's own sequence length; None: the model's own. A document over it is embedded from
+    its beginning (a chunk starts with its signature and doc comment) and counted in
+    ``Embeddings.truncated``, which thus counts the documents longer than what the model saw.
+    Queries are not cut by the budget, only by the model's length. The model's name does not
+    change with the budget: a text within it gets the same vector bit for bit, and a longer
+    one the vector of its beginning, a vector of the same space.
     """
 
     def __init__(
@@ -62,11 +73,19 @@ class OnnxEmbedder(InProcessEmbedder):
         cache_dir: Path | None = None,
         batch_size: int = defaults.EMBEDDING_BATCH_SIZE,
         threads: int | None = None,
+        max_tokens: int | None = defaults.ONNX_MAX_TOKENS,
+        parallel_runs: int | None = defaults.ONNX_PARALLEL_RUNS,
     ) -> None:
         if not model.strip():
             raise ValidationFailed("CODEBASE_MCP_ONNX_MODEL", model, "must name a model")
         if batch_size < 1:
             raise ValidationFailed("batch_size", batch_size, "must be at least 1")
+        if max_tokens is not None and max_tokens < MIN_TOKEN_BUDGET:
+            raise ValidationFailed(
+                "max_tokens", max_tokens, f"must be at least {MIN_TOKEN_BUDGET} (or unset)"
+            )
+        if parallel_runs is not None and parallel_runs < 1:
+            raise ValidationFailed("parallel_runs", parallel_runs, "must be at least 1")
         super().__init__()
         self.model_name = model
         self._model_dir = Path(model_dir).expanduser() if model_dir is not None else None
@@ -76,15 +95,27 @@ class OnnxEmbedder(InProcessEmbedder):
         self._batch_size = batch_size
         self._rows_per_run = batch_size
         self._threads = threads or _cpu_count()
+        # One text per run barely uses a second core (a short sequence has little to split
+        # among intra-op threads), so by default every thread runs a text of its own.
+        self._parallel_runs = min(parallel_runs or self._threads, self._threads)
+        self._pool: ThreadPoolExecutor | None = None
+        self._token_budget = max_tokens
+        # The model's own sequence length (queries), known once open; ``_max_tokens`` is a
+        # document's (the budget, capped by it).
+        self._query_tokens = 0
         self._session: Any = None
         self._tokenizer: Any = None
+        self._query_tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
         self._output = ""
         self._pooling = "mean"
         self._prompts: dict[str, str] = {}
-        # One call at a time: the session already uses every core (intra-op threads), and a
-        # tokenizer must not be used from two threads at once ("Already borrowed").
+        # One document call at a time: its runs already use every thread, and a tokenizer
+        # must not be used from two threads at once ("Already borrowed"). A query has a
+        # tokenizer and a lock of its own, so a search does not wait behind a batch of
+        # documents (the session runs from several threads at once).
         self._run_lock = threading.Lock()
+        self._query_lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -104,7 +135,8 @@ class OnnxEmbedder(InProcessEmbedder):
 
     @property
     def max_tokens(self) -> int:
-        """Tokens the model takes (known once open)."""
+        """Tokens a document is embedded from: the budget, capped by the model's sequence
+        length (known once open)."""
         return self._max_tokens
 
     def _files(self) -> ModelFiles:
@@ -136,7 +168,8 @@ class OnnxEmbedder(InProcessEmbedder):
                 quantised = files.sha256 is None and is_quantised(graph)
             tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
             options = ort.SessionOptions()
-            options.intra_op_num_threads = self._threads
+            # Runs at once share the threads: each run gets its share as intra-op threads.
+            options.intra_op_num_threads = max(1, self._threads // self._parallel_runs)
             options.inter_op_num_threads = 1
             options.log_severity_level = 3  # no C++ warnings on our stderr
             session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
@@ -149,14 +182,15 @@ class OnnxEmbedder(InProcessEmbedder):
                 model=self.model,
             ) from None
         truncation = tokenizer.truncation or {}
-        max_tokens = int(
+        model_tokens = int(
             st_config.get("max_seq_length")
             or truncation.get("max_length")
             or positions
             or _FALLBACK_MAX_TOKENS
         )
         if isinstance(positions, int) and positions > 0:
-            max_tokens = min(max_tokens, positions)
+            model_tokens = min(model_tokens, positions)
+        max_tokens = min(model_tokens, self._token_budget or model_tokens)
         tokenizer.enable_truncation(max_tokens)
         tokenizer.no_padding()
         self._pooling = self._pooling_mode(pooling, files)
@@ -177,14 +211,20 @@ class OnnxEmbedder(InProcessEmbedder):
         )
         if "input_ids" not in self._inputs:
             raise EmbedderUnavailable(f"{files.source}: the graph takes no input_ids")
+        query_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
+        query_tokenizer.enable_truncation(model_tokens)
         self._tokenizer = tokenizer
+        self._query_tokenizer = query_tokenizer
         self._max_tokens = max_tokens
+        self._query_tokens = model_tokens
         # An int8 graph quantises its activations with one scale per tensor, so a text's
         # vector would depend on the other texts (and the padding) of its batch: one text per
         # run keeps vectors reproducible, and is no slower (no padding; measured 50 against
         # 47 texts/s at 32 per run).
         self._rows_per_run = 1 if quantised else self._batch_size
         self._session = session
+        if self._parallel_runs > 1:
+            self._pool = ThreadPoolExecutor(self._parallel_runs, thread_name_prefix="onnx-run")
         probe = self._run([[self._cls_id()]])
         self._dimension = int(probe.shape[1])
         # Debug: the container logs the embedder it chose, once, at info.
@@ -215,17 +255,35 @@ class OnnxEmbedder(InProcessEmbedder):
         prompt = self._prompts.get(kind, "")
         if prompt:
             texts = [prompt + t for t in texts]
+        if kind == "query":
+            # A query is cut at the model's length only (its cost is one short text).
+            with self._query_lock:
+                encodings = self._query_tokenizer.encode_batch(texts)
+                rows = [self._run([e.ids])[0].tolist() for e in encodings]
+            return Embeddings(vectors=rows, truncated=0)
         with self._run_lock:
             encodings = self._tokenizer.encode_batch(texts)
-            # Exact: the tokenizer truncates at the model's length and keeps what it cut.
+            # Exact: the tokenizer truncates at the budget and keeps what it cut.
             truncated = sum(1 for e in encodings if e.overflowing)
             ids = [e.ids for e in encodings]
             order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
             vectors: list[list[float]] = [[] for _ in texts]
-            for start in range(0, len(order), self._rows_per_run):
-                batch = order[start : start + self._rows_per_run]
-                rows = self._run([ids[i] for i in batch]).tolist()
-                for i, row in zip(batch, rows, strict=True):
+            batches = [
+                order[start : start + self._rows_per_run]
+                for start in range(0, len(order), self._rows_per_run)
+            ]
+
+            def run(batch: list[int]) -> Any:
+                return self._run([ids[i] for i in batch])
+
+            # Runs are independent (ONNX Runtime's run is thread-safe and lets go of the GIL).
+            done = (
+                self._pool.map(run, batches)
+                if self._pool and len(batches) > 1
+                else map(run, batches)
+            )
+            for batch, out in zip(batches, done, strict=True):
+                for i, row in zip(batch, out.tolist(), strict=True):
                     vectors[i] = row
         if kind == "document":
             self._log_truncated(truncated, len(texts))
