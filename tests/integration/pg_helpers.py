@@ -39,7 +39,7 @@ def indexing_service(
         source=tree,
         chunker=TreeSitterChunker(counter),
         tokens=counter,
-        embedder=HashingEmbedder(dimension),
+        embedder=HashingEmbedder(dimension, inline=False),  # as a model: two layers
         chunking_pool=THREADS,
     )
 

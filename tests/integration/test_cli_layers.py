@@ -47,7 +47,17 @@ def test_lexical_first_returns_when_search_works_and_leaves_the_vectors(
     tmp_path: Path, pg_env: str
 ) -> None:
     root = write_repo(tmp_path / "repo", 8)
-    env = {**os.environ, "CODEBASE_MCP_EMBEDDER": "hash"}
+    with embedding_server() as model:
+        env = {
+            **os.environ,
+            "CODEBASE_MCP_EMBEDDER": "ollama",
+            "CODEBASE_MCP_OLLAMA_BASE_URL": model.url,
+            "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL": OLLAMA_MODEL,
+        }
+        _lexical_first_then_both(root, env)
+
+
+def _lexical_first_then_both(root: Path, env: dict[str, str]) -> None:
     first = _cli("index", str(root), "--lexical-first", env=env)
     assert first.returncode == 0, first.stderr
     assert "16 chunks wait for a vector: job " in first.stdout

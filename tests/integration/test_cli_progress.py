@@ -17,6 +17,7 @@ from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint
 from codebase_mcp_search.entrypoints.cli.errors import error_line
 from codebase_mcp_search.entrypoints.cli.main import main
 from codebase_mcp_search.entrypoints.cli.progress import HEARTBEAT_S, IndexProgress
+from tests.embedding_servers import OLLAMA_MODEL, embedding_server
 
 
 @pytest.fixture
@@ -51,7 +52,14 @@ def cli(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_piped_index_prints_one_plain_line_per_phase(repo: Path) -> None:
-    proc = cli("index", str(repo), CODEBASE_MCP_EMBEDDER="hash")
+    with embedding_server() as model:  # a model: its vectors are the second layer
+        proc = cli(
+            "index",
+            str(repo),
+            CODEBASE_MCP_EMBEDDER="ollama",
+            CODEBASE_MCP_OLLAMA_BASE_URL=model.url,
+            CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL=OLLAMA_MODEL,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout + proc.stderr  # no control sequence in a pipe
     lines = proc.stderr.splitlines()
@@ -64,6 +72,15 @@ def test_a_piped_index_prints_one_plain_line_per_phase(repo: Path) -> None:
     assert lines.index("writing 4 files") < searchable < lines.index("embedding 4 chunks")
     assert "4 files indexed" in proc.stdout and "success" in proc.stdout
     assert "wait for a vector" not in proc.stdout  # both layers are built
+
+
+def test_an_inline_embedder_indexes_in_one_layer(repo: Path) -> None:
+    """Feature hashing embeds as chunks are written: no second pass, nothing left waiting."""
+    proc = cli("index", str(repo), CODEBASE_MCP_EMBEDDER="hash")
+    assert proc.returncode == 0, proc.stderr
+    assert "is searchable now" not in proc.stderr and "embedding" not in proc.stderr
+    assert "4 files indexed" in proc.stdout and "success" in proc.stdout
+    assert "wait for a vector" not in proc.stdout and " embedded (" in proc.stdout
 
 
 def test_plain_progress_repeats_a_long_phase_with_its_rate() -> None:

@@ -11,7 +11,9 @@ from fastmcp import Client
 
 from codebase_mcp_search.entrypoints.mcp import build_server
 from codebase_mcp_search.entrypoints.settings import Settings
+from tests.embedding_servers import EmbeddingServer, embedding_server
 from tests.factories import write_sample_repo
+from tests.integration.test_mcp_jobs import ollama_settings
 from tests.integration.test_mcp_server import call, error_of, index_both
 
 
@@ -34,12 +36,17 @@ async def test_a_repository_without_vectors_is_searched_lexically_and_named(
     (new / "pkg" / "names.py").write_text("def slug(title):\n    return title.lower()\n")
     async with Client(build_server(Settings(embedder="none"))) as c:
         await call(c, "index_repository", repo_path=str(old), name="old")
+    with embedding_server() as model:  # a model's vectors come in a second layer
+        await _two_layers_then_search(old, new, model)
+
+
+async def _two_layers_then_search(old: Path, new: Path, model: EmbeddingServer) -> None:
     updates: list[str | None] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         updates.append(message)
 
-    server = build_server(Settings(embedder="hash"))
+    server = build_server(ollama_settings(model))
     async with Client(server, progress_handler=on_progress) as c:
         added = await index_both(c, repo_path=str(new), name="new")
         # Searchable at once; the vectors came after, from the semantic job it queued.

@@ -101,9 +101,11 @@ async def wait_status(
         await asyncio.sleep(0.05)
 
 
-async def test_a_background_job_runs_to_completion(tmp_path: Path, pg_env: str) -> None:
+async def test_a_background_job_runs_to_completion(
+    tmp_path: Path, pg_env: str, slow_server: EmbeddingServer
+) -> None:
     root = write_sample_repo(tmp_path / "repo")
-    async with Client(build_server(Settings(embedder="hash"))) as c:
+    async with Client(build_server(ollama_settings(slow_server))) as c:
         started = await call(c, "start_indexing_background", repo_path=str(root))
         assert set(started) == {
             "job_id",
@@ -288,9 +290,11 @@ async def test_a_blocked_job_resumes_when_the_embedding_server_is_back(
         assert found["results"]
 
 
-async def test_index_repository_goes_through_the_queue(tmp_path: Path, pg_env: str) -> None:
+async def test_index_repository_goes_through_the_queue(
+    tmp_path: Path, pg_env: str, slow_server: EmbeddingServer
+) -> None:
     root = write_sample_repo(tmp_path / "repo")
-    async with Client(build_server(Settings(embedder="hash"))) as c:
+    async with Client(build_server(ollama_settings(slow_server))) as c:
         indexed = await call(c, "index_repository", repo_path=str(root))
         assert indexed["status"] == "success"
         await wait_status(c, indexed["vectors_job_id"], {"completed"})
@@ -300,7 +304,7 @@ async def test_index_repository_goes_through_the_queue(tmp_path: Path, pg_env: s
             ("lexical", "completed"),
         ]
     # The same queue from the library: the jobs are there for every client to see.
-    async with open_codebase(Settings(embedder="hash")) as cb:
+    async with open_codebase(Settings(embedder="none")) as cb:
         page = await cb.jobs.list(JobQuery.build(project_id=cb.project_id))
         assert page.total_count == 2 and page.jobs[1].result is not None
         assert page.jobs[1].result.files_indexed == 2  # type: ignore[union-attr]

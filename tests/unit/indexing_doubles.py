@@ -29,7 +29,7 @@ class CountingEmbedder(HashingEmbedder):
     """A hashing embedder that counts what it was asked to embed."""
 
     def __init__(self, dimension: int = 64) -> None:
-        super().__init__(dimension)
+        super().__init__(dimension, inline=False)  # stands for a model: two layers
         self.embedded: list[str] = []
 
     async def embed_documents(self, texts: Sequence[str]) -> Embeddings:

@@ -19,7 +19,7 @@ from codebase_mcp_search.core.errors import (
     ModelMismatch,
     ValidationFailed,
 )
-from codebase_mcp_search.core.models import Embeddings, IndexRequest, IndexStatus
+from codebase_mcp_search.core.models import Embeddings, IndexRequest, IndexStatus, SearchFilters
 from codebase_mcp_search.core.services import CancellationToken, IndexingService
 from tests.factories import THREADS, needs_forced_reindex
 from tests.unit.indexing_doubles import (
@@ -156,11 +156,16 @@ async def test_model_change_requires_force() -> None:
         InMemorySourceTree({ROOT: {"a.py": b"def f():\n    return 1\n"}}),
         InMemoryChunkStore(),
     )
-    await index_both(new_service(tree, store, HashingEmbedder(64)), IndexRequest(root=ROOT))
+    await index_both(
+        new_service(tree, store, HashingEmbedder(64, inline=False)), IndexRequest(root=ROOT)
+    )
     with pytest.raises(ModelMismatch, check=needs_forced_reindex):
-        await new_service(tree, store, HashingEmbedder(128)).index(IndexRequest(root=ROOT))
+        await new_service(tree, store, HashingEmbedder(128, inline=False)).index(
+            IndexRequest(root=ROOT)
+        )
     result, vectors = await index_both(
-        new_service(tree, store, HashingEmbedder(128)), IndexRequest(root=ROOT, force=True)
+        new_service(tree, store, HashingEmbedder(128, inline=False)),
+        IndexRequest(root=ROOT, force=True),
     )
     repo = await store.get_repository(result.repository_id)
     assert repo.embedding_model == "hash-128" and result.vectors_missing == 1
@@ -172,7 +177,7 @@ async def test_a_lexical_only_repository_gains_vectors_without_force() -> None:
     tree, store = InMemorySourceTree({ROOT: files}), InMemoryChunkStore()
     await new_service(tree, store, None).index(IndexRequest(root=ROOT))
     result, vectors = await index_both(
-        new_service(tree, store, HashingEmbedder(64)), IndexRequest(root=ROOT)
+        new_service(tree, store, HashingEmbedder(64, inline=False)), IndexRequest(root=ROOT)
     )
     assert result.files_indexed == 2 and vectors.chunks_embedded == 2
     repo = await store.get_repository(result.repository_id)
@@ -289,7 +294,7 @@ class FailingEmbedder(HashingEmbedder):
     """Fails on its second call, like a server that goes down mid-run."""
 
     def __init__(self) -> None:
-        super().__init__(64)
+        super().__init__(64, inline=False)
         self.calls = 0
 
     async def embed_documents(self, texts: Sequence[str]) -> Embeddings:
@@ -337,8 +342,29 @@ async def test_truncated_chunks_are_counted_in_the_result() -> None:
         InMemorySourceTree({ROOT: files}),
         CHUNKER,
         TOKENS,
-        _TruncatingEmbedder(64),
+        _TruncatingEmbedder(64, inline=False),
         chunking_pool=THREADS,
     )
     _, vectors = await index_both(service, IndexRequest(root=ROOT))
     assert vectors.chunks_embedded == 2 and vectors.chunks_truncated == 1
+
+
+async def test_an_inline_embedder_embeds_as_the_lexical_run_writes() -> None:
+    """Feature hashing costs less than a second pass: one run writes chunks and vectors."""
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(4)}
+    files["same.py"] = files["m0.py"]  # a text met twice is embedded once
+    store = InMemoryChunkStore()
+    embedder = HashingEmbedder(64)
+    assert embedder.inline
+    service = new_service(InMemorySourceTree({ROOT: files}), store, embedder)
+    result = await service.index(IndexRequest(root=ROOT))
+    assert result.vectors_missing == 0
+    assert result.chunks_embedded == 4 and result.embeddings_cached == 1
+    repository = await store.get_repository(result.repository_id)
+    assert repository.vector_count == repository.chunk_count == 5
+    (chunk,) = [c for c in await store.chunks(result.repository_id) if c.file_path == "m1.py"]
+    expected = (await embedder.embed_documents([chunk.content])).vectors[0]
+    hits, _ = await store.vector_search(expected, SearchFilters(), 1)
+    assert hits[0].chunk.id == chunk.id and hits[0].score == pytest.approx(1.0)
+    # Nothing is left for the semantic layer.
+    assert (await service.build_vectors(IndexRequest(root=ROOT))).chunks_embedded == 0

@@ -101,7 +101,7 @@ def _tree(functions: list[tuple[str, str, str]]) -> InMemorySourceTree:
 async def _indexed(functions: list[tuple[str, str, str]], share: float, seed: int):  # type: ignore[no-untyped-def]
     """A repository of ``functions`` whose semantic layer holds vectors for ``share`` of its
     chunks, chosen at random."""
-    store, embedder = InMemoryChunkStore(), HashingEmbedder(64)
+    store, embedder = InMemoryChunkStore(), HashingEmbedder(64, inline=False)
     service = IndexingService(
         store, _tree(functions), CHUNKER, TOKENS, embedder, chunking_pool=THREADS
     )

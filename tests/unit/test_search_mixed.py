@@ -18,7 +18,7 @@ from tests.factories import THREADS, needs_forced_reindex
 
 TOKENS = TiktokenCounter()
 CHUNKER = TreeSitterChunker(TOKENS, min_tokens=0)
-EMB = HashingEmbedder(128)
+EMB = HashingEmbedder(128, inline=False)
 
 SETTINGS = """def load_settings(path):
     \"\"\"Read the settings file and parse it as JSON.\"\"\"
@@ -152,7 +152,7 @@ async def test_indexing_the_lexical_only_repository_adds_its_vectors_without_for
 
 async def test_a_repository_with_vectors_of_another_model_still_refuses() -> None:
     store, _, _ = await _mixed()
-    other = HashingEmbedder(64)
+    other = HashingEmbedder(64, inline=False)
     for embedder in (other, Provider(other)):
         service = SearchService(store, embedder)
         for mode in ("semantic", "hybrid"):

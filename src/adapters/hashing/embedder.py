@@ -66,12 +66,16 @@ class HashingEmbedder:
 
     It captures shared vocabulary, not meaning: it exists for tests and as an explicit opt-in
     (``CODEBASE_MCP_EMBEDDER=hash``), and is never chosen automatically as "semantic".
+    Its vectors cost less than writing them, so by default an indexing run embeds with it
+    as it writes (``inline``, see ``ports.embeds_inline``); ``inline=False`` leaves them to
+    the semantic layer, as a model's are.
     """
 
-    def __init__(self, dimension: int = defaults.HASH_DIMENSION) -> None:
+    def __init__(self, dimension: int = defaults.HASH_DIMENSION, *, inline: bool = True) -> None:
         if dimension < 8:
             raise ValidationFailed("dimension", dimension, "must be at least 8")
         self._dimension = dimension
+        self.inline = inline
         self._lock = threading.Lock()
         self._term_ids: dict[str, int] = {}
         self._terms: list[bytes] = []  # UTF-8, by id

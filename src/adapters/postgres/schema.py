@@ -345,6 +345,15 @@ UPDATE {s}.repositories r SET vector_count = (
     SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL);
 """),
     ),
+    (
+        12,
+        # The chunks still waiting for a vector, in seq order: the semantic layer's next batch
+        # and the ANN builds' first waiting chunk are read from it, not from a walk over the
+        # chunks that have one (which grows as the layer fills).
+        Statement("""
+CREATE INDEX chunks_unvectored ON {s}.chunks (seq) INCLUDE (repo_id) WHERE embedding IS NULL;
+"""),
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -20,7 +20,7 @@ from codebase_mcp_search.core.ports.chunking import (
     ChunkingRun,
     TokenCounter,
 )
-from codebase_mcp_search.core.ports.embedding import Embedder
+from codebase_mcp_search.core.ports.embedding import Embedder, embeds_inline
 from codebase_mcp_search.core.ports.files import IgnoreMatcher, IgnoreRules, SourceTree
 from codebase_mcp_search.core.ports.jobs import JobQueue
 from codebase_mcp_search.core.ports.store import (
@@ -58,4 +58,5 @@ __all__ = [
     "TaskRepo",
     "TokenCounter",
     "VectorWriter",
+    "embeds_inline",
 ]

@@ -37,3 +37,11 @@ class Embedder(Protocol):
     async def embed_query(self, text: str) -> list[float]:
         """The vector for a search query (models may treat queries differently)."""
         ...
+
+
+def embeds_inline(embedder: Embedder) -> bool:
+    """Whether an indexing run embeds its chunks as it writes them (an embedder whose class
+    sets ``inline = True``: its vectors cost about what writing them does, as feature hashing's
+    do), instead of leaving them to the semantic layer: a second pass over the chunks would
+    then cost more than the embedding itself."""
+    return getattr(embedder, "inline", False) is True

@@ -37,13 +37,17 @@ INDEXED_UP_TO = Statement("SELECT coalesce(max(hi), 0) FROM {s}.ann_segments")
 # The vectors past seq $1 that a segment may cover: up to the first chunk still waiting for
 # its vector (of a repository with a model), so a vector stored later on a row of a built
 # segment never costs an HNSW insert (the semantic layer fills the seq order from its start).
+# The first waiting chunk is an uncorrelated subquery, so an InitPlan: computed once whatever
+# the plan (as a joined CTE, statistics taken before the vectors arrived once put it on the
+# inner side of a nested loop, run again for every row: minutes instead of milliseconds).
 TAIL = Statement(
-    """WITH waiting AS (
-           SELECT min(c.seq) AS first FROM {s}.chunks c
-           JOIN {s}.repositories r ON r.id = c.repo_id
-           WHERE c.seq > $1 AND c.embedding IS NULL AND r.embedding_model IS NOT NULL)
-       SELECT count(*) AS n, max(c.seq) AS top FROM {s}.chunks c, waiting w
-       WHERE c.seq > $1 AND c.embedding IS NOT NULL AND (w.first IS NULL OR c.seq < w.first)"""
+    """SELECT count(*) AS n, max(c.seq) AS top FROM {s}.chunks c
+       WHERE c.seq > $1 AND c.embedding IS NOT NULL
+         AND c.seq < coalesce(
+             (SELECT min(w.seq) FROM {s}.chunks w
+              JOIN {s}.repositories r ON r.id = w.repo_id
+              WHERE w.seq > $1 AND w.embedding IS NULL AND r.embedding_model IS NOT NULL),
+             9223372036854775807)"""
 )
 VECTORS = Statement("SELECT n_vectors FROM {s}.corpus_stats")
 # DDL takes no parameter: the index name (quoted), its HNSW parameters and the bounds of its

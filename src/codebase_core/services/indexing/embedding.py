@@ -29,6 +29,20 @@ async def attach_cached(cache: EmbeddingCache, model: str, prepared: list[Prepar
     return found
 
 
+async def attach_embedded(
+    cache: EmbeddingCache, embedder: Embedder, prepared: list[PreparedFile]
+) -> tuple[int, int]:
+    """Attach to ``prepared`` (in place) a vector for every chunk, from the cache or embedded
+    (an inline embedder's run); how many texts were embedded and how many chunks cached."""
+    chunks = [c for p in prepared for c in p.chunks]
+    if not chunks:
+        return 0, 0
+    vectors, embedded, _ = await vectors_for(cache, embedder, chunks)
+    for i, p in enumerate(prepared):
+        prepared[i] = dataclasses.replace(p, vectors=[vectors[c.id] for c in p.chunks])
+    return embedded, len(chunks) - embedded
+
+
 async def vectors_for(
     cache: EmbeddingCache, embedder: Embedder, chunks: Sequence[Chunk]
 ) -> tuple[dict[str, Sequence[float]], int, int]:

@@ -35,9 +35,10 @@ from codebase_mcp_search.core.ports import (
     IndexStore,
     SourceTree,
     TokenCounter,
+    embeds_inline,
 )
 from codebase_mcp_search.core.services.indexing import decisions
-from codebase_mcp_search.core.services.indexing.embedding import attach_cached
+from codebase_mcp_search.core.services.indexing.embedding import attach_cached, attach_embedded
 from codebase_mcp_search.core.services.indexing.pipeline import Stages, read_and_chunk, run_batches
 from codebase_mcp_search.core.services.indexing.progress import (
     CancellationToken,
@@ -217,12 +218,19 @@ class IndexingService:
         size = self._batch_files
         units.extend((len(b), b) for b in (rest[i : i + size] for i in range(0, len(rest), size)))
 
+        inline = self._embedder is not None and embeds_inline(self._embedder)
+
         async def embed(prepared: list[PreparedFile]) -> None:
             # The lexical layer takes the vectors the cache holds; the model's work is left to
-            # the semantic layer (build_vectors), so the run is searchable as soon as written.
+            # the semantic layer (build_vectors), so the run is searchable as soon as written;
+            # an embedder cheaper than a second pass embeds here.
             counts.files_chunked += len(prepared)
             await report(progress, "chunking", counts.files_chunked, total)
-            if model is not None:
+            if self._embedder is not None and inline:
+                embedded, cached = await attach_embedded(self._store, self._embedder, prepared)
+                counts.embedded += embedded
+                counts.cached += cached
+            elif model is not None:
                 counts.cached += await attach_cached(self._store, model, prepared)
 
         async def write(prepared: list[PreparedFile], n_files: int) -> None:
@@ -277,7 +285,7 @@ class IndexingService:
             files_unchanged=changes.unchanged,
             files_deleted=len(changes.removed),
             chunks_created=counts.chunks_created,
-            chunks_embedded=0,
+            chunks_embedded=counts.embedded,
             embeddings_cached=counts.cached,
             vectors_missing=after.vectors_missing,
             duration_seconds=round(time.perf_counter() - run.started, 3),
