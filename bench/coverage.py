@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import statistics
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ Scorer = Callable[[str], Awaitable[list[float]]]
 
 
 async def _vectors_of(bench: Bench, chunks: Sequence[Chunk]) -> dict[str, list[float]]:
-    """Every chunk's vector, by chunk id: the cached ones, and the model's for the rest."""
+    """Every chunk's vector, by content hash: the cached ones, and the model's for the rest."""
     embedder = await bench.embedder()
     if embedder is None:
         raise SystemExit("--embedder none: there is no semantic layer to measure")
@@ -47,41 +49,67 @@ async def _vectors_of(bench: Bench, chunks: Sequence[Chunk]) -> dict[str, list[f
     if todo:
         made = (await embedder.embed_documents([c.content for c in todo])).vectors
         found.update({c.content_hash: v for c, v in zip(todo, made, strict=True)})
-    return {c.id: [float(x) for x in found[c.content_hash]] for c in chunks}
+    return {h: [float(x) for x in found[h]] for h in hashes}
+
+
+Opener = Callable[[], AbstractAsyncContextManager[Bench]]
+"""A fresh bench (memory store, the embedder, an empty embedding cache)."""
+
+
+async def _lexical_layer(bench: Bench, root: Path) -> tuple[str, list[Chunk]]:
+    """``root`` indexed lexically into an empty store: no chunk holds a vector yet."""
+    repo_id = (await bench.codebase.index(root, vectors=False)).repository_id
+    repository = await bench.codebase.repository(repo_id)
+    assert repository.vector_count == 0, "the lexical layer took vectors from a cache"
+    return repo_id, await bench.store.chunks(repo_id)
 
 
 async def _measure(
-    bench: Bench, root: Path, levels: list[int], seeds: int, score: Scorer
+    open_one: Opener,
+    root: Path,
+    levels: list[int],
+    seeds: int,
+    scorer_of: Callable[[Bench], Scorer],
+    cache: Path,
 ) -> dict[str, Any]:
     """Lexical, then hybrid at each coverage level: 0 and 100% once, a level between them as
-    the mean over ``seeds`` random orders."""
-    cb = bench.codebase
-    repo_id = (await cb.index(root, vectors=False)).repository_id
-    chunks = await bench.store.chunks(repo_id)
-    vectors = await _vectors_of(bench, chunks)
+    the mean over ``seeds`` random orders. Each seed indexes into a fresh store, whose
+    embedding cache is filled only after the lexical layer is written (else the lexical run
+    would take every vector from it)."""
     by_level: dict[int, list[float]] = {level: [] for level in levels}
-    lexical = statistics.fmean(await score("lexical"))
-    if 0 in by_level:
-        by_level[0].append(statistics.fmean(await score("hybrid")))
     between = [level for level in levels if 0 < level < 100]
-    for seed in range(seeds if between else 0):
-        if seed:  # a lexical layer again, no chunk holding a vector (the cache keeps them)
-            await cb.delete_repository(repo_id)
-            repo_id = (await cb.index(root, vectors=False)).repository_id
-        order = [c.id for c in chunks]
-        random.Random(seed).shuffle(order)
-        stored = 0
-        for level in between:
-            upto = round(len(order) * level / 100)
-            await bench.store.set_vectors(repo_id, {c: vectors[c] for c in order[stored:upto]})
-            stored = upto
-            by_level[level].append(statistics.fmean(await score("hybrid")))
-    if 100 in by_level:
-        await bench.store.set_vectors(repo_id, vectors)
-        assert (await cb.repository(repo_id)).vectors_missing == 0
-        by_level[100].append(statistics.fmean(await score("hybrid")))
+    vectors: dict[str, list[float]] = {}
+    lexical = 0.0
+    n_chunks = 0
+    for seed in range(max(1, seeds if between else 1)):
+        async with open_one() as bench:
+            repo_id, chunks = await _lexical_layer(bench, root)
+            score = scorer_of(bench)
+            if seed == 0:
+                n_chunks = len(chunks)
+                lexical = statistics.fmean(await score("lexical"))
+                if 0 in by_level:
+                    by_level[0].append(statistics.fmean(await score("hybrid")))
+                await repo_search._seed_vectors(bench, cache)
+                vectors = await _vectors_of(bench, chunks)
+            order = list(chunks)
+            random.Random(seed).shuffle(order)
+            stored = 0
+            for level in between:
+                upto = round(len(order) * level / 100)
+                given = {c.id: vectors[c.content_hash] for c in order[stored:upto]}
+                await bench.store.set_vectors(repo_id, given)
+                stored = upto
+                covered = (await bench.codebase.repository(repo_id)).vector_count
+                assert covered == upto, (covered, upto)
+                by_level[level].append(statistics.fmean(await score("hybrid")))
+            if seed == 0 and 100 in by_level:
+                rest = {c.id: vectors[c.content_hash] for c in order[stored:]}
+                await bench.store.set_vectors(repo_id, rest)
+                assert (await bench.codebase.repository(repo_id)).vectors_missing == 0
+                by_level[100].append(statistics.fmean(await score("hybrid")))
     return {
-        "chunks": len(chunks),
+        "chunks": n_chunks,
         "lexical": lexical,
         "hybrid": {str(k): statistics.fmean(v) for k, v in sorted(by_level.items())},
         "hybrid_by_seed": {str(k): v for k, v in sorted(by_level.items())},
@@ -90,10 +118,10 @@ async def _measure(
 
 def _repo_scorer(bench: Bench, queries: list[dict[str, Any]]) -> Scorer:
     """NDCG@10 of each repo-search query, by the benchmark's rules."""
-    chunks: list[Chunk] = []
+    chunks: list[Chunk] = []  # the targets some chunk covers: the same at every level
 
     async def score(mode: str) -> list[float]:
-        if not chunks:  # the targets some chunk covers: the same for every coverage level
+        if not chunks:
             (repo,) = await bench.codebase.repositories()
             chunks.extend(await bench.store.chunks(repo.id))
         service = await bench.search_service()
@@ -108,6 +136,10 @@ def _repo_scorer(bench: Bench, queries: list[dict[str, Any]]) -> Scorer:
     return score
 
 
+def _opener(args: argparse.Namespace) -> Opener:
+    return lambda: open_bench(Settings(store="memory", embedder=args.embedder))
+
+
 async def repo_bench(args: argparse.Namespace, levels: list[int]) -> dict[str, Any]:
     specs = json.loads((args.bench_dir / "repos.json").read_text())
     if args.repos:
@@ -119,10 +151,14 @@ async def repo_bench(args: argparse.Namespace, levels: list[int]) -> dict[str, A
             root = root / spec["benchmark_root"]
         queries = json.loads((args.bench_dir / "annotations" / f"{spec['name']}.json").read_text())
         cache = repo_search.CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
-        async with open_bench(Settings(store="memory", embedder=args.embedder)) as bench:
-            await repo_search._seed_vectors(bench, cache)
-            score = _repo_scorer(bench, queries)
-            per_repo[spec["name"]] = await _measure(bench, root, levels, args.seeds, score)
+        per_repo[spec["name"]] = await _measure(
+            _opener(args),
+            root,
+            levels,
+            args.seeds,
+            functools.partial(_repo_scorer, queries=queries),
+            cache,
+        )
         line = per_repo[spec["name"]]
         print(
             f"{spec['name']:16} lexical {line['lexical']:.4f} hybrid {line['hybrid']}", flush=True
@@ -147,9 +183,8 @@ async def cosqa_bench(args: argparse.Namespace, levels: list[int]) -> dict[str, 
         root = Path(tmp) / "cosqa"
         queries, _ = write_corpus(Path(args.cosqa_data), root)
         cache = repo_search.CACHE / f"replay_{args.embedder}_cosqa.npz"
-        async with open_bench(Settings(store="memory", embedder=args.embedder)) as bench:
-            await repo_search._seed_vectors(bench, cache)
 
+        def scorer_of(bench: Bench) -> Scorer:
             async def score(mode: str) -> list[float]:
                 service = await bench.search_service()
                 ranks = []
@@ -159,7 +194,9 @@ async def cosqa_bench(args: argparse.Namespace, levels: list[int]) -> dict[str, 
                 # One figure per benchmark: MRR@10 (repeated so the mean over "queries" is it).
                 return [metrics(ranks)["mrr@10"]]
 
-            found = await _measure(bench, root, levels, args.seeds, score)
+            return score
+
+        found = await _measure(_opener(args), root, levels, args.seeds, scorer_of, cache)
     return {
         "mrr@10": {
             "lexical": round(found["lexical"], 4),
