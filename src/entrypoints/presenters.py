@@ -102,6 +102,16 @@ def layer_payload(layer: SemanticLayer) -> dict[str, Any]:
     return payload
 
 
+def layer_progress(layer: SemanticLayer, resume: str) -> str:
+    """How far a semantic layer is, in words: the job building it and the time left, or
+    ``resume`` (how to go on, in the interface's own words) when no job builds it."""
+    if layer.job_id is None:
+        return resume
+    if layer.eta_seconds is not None:
+        return f"job {layer.job_id}, about {layer.eta_seconds:.0f} s left"
+    return f"job {layer.job_id}"
+
+
 def repository_payload(repo: Repository, layer: SemanticLayer | None = None) -> dict[str, Any]:
     """A repository, with ``semantic_percent`` (chunks holding a vector, in percent) when it
     is indexed with a model, and the job building the rest while some are missing."""

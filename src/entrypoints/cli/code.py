@@ -18,7 +18,7 @@ from codebase_mcp_search.entrypoints.cli.progress import IndexProgress
 from codebase_mcp_search.entrypoints.cli.views import dump, index_view
 from codebase_mcp_search.entrypoints.codebase import with_vectors
 from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces
-from codebase_mcp_search.entrypoints.presenters import search_payload
+from codebase_mcp_search.entrypoints.presenters import layer_progress, search_payload
 from codebase_mcp_search.entrypoints.requests import index_request, resolve_repo_path
 
 SNIPPET_LINES = 12
@@ -204,12 +204,9 @@ def partial_lines(result: SearchResult) -> list[str]:
                 "its files become searchable as they are written; search again in a few seconds"
             )
     for layer in result.semantic_coverage:
-        if layer.job_id is None:
-            how = "none is being built: 'codebase-mcp index PATH' builds the rest"
-        elif layer.eta_seconds is not None:
-            how = f"job {layer.job_id}, about {layer.eta_seconds:.0f} s left"
-        else:
-            how = f"job {layer.job_id}"
+        how = layer_progress(
+            layer, "none is being built: 'codebase-mcp index PATH' builds the rest"
+        )
         lines.append(
             f"vectors of {layer.repository}: {layer.vectors}/{layer.chunks} chunks ({how}); "
             "chunks without one were ranked by exact terms"

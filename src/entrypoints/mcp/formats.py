@@ -18,6 +18,7 @@ from codebase_mcp_search.core.models import IndexResult, SearchHit, SearchResult
 from codebase_mcp_search.entrypoints.presenters import (
     SKIPPED_LISTED,
     index_payload,
+    layer_progress,
     lexical_only_payload,
     partial_payload,
     search_payload,
@@ -88,12 +89,7 @@ def search_message(result: SearchResult) -> str | None:
             )
     layers = result.semantic_coverage
     for layer in layers[:LAYERS_NAMED]:
-        if layer.job_id is None:
-            how = "no job is building the rest: index_repository resumes it"
-        elif layer.eta_seconds is not None:
-            how = f"job {layer.job_id}, about {layer.eta_seconds:.0f} s left"
-        else:
-            how = f"job {layer.job_id}"
+        how = layer_progress(layer, "no job is building the rest: index_repository resumes it")
         parts.append(
             f"Vectors of {layer.repository}: {layer.vectors}/{layer.chunks} chunks ({how})."
         )
