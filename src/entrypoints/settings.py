@@ -149,6 +149,10 @@ class Settings(BaseSettings):
     # required off loopback), separated by os.pathsep like PATH.
     auth_token: SecretStr | None = None
     allowed_roots: Annotated[list[str] | None, NoDecode] = None
+    # Host names (and browser origins) an HTTP/SSE server answers besides loopback's, comma
+    # separated: a server without a token refuses any other, against DNS rebinding.
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = None
+    allowed_origins: Annotated[list[str] | None, NoDecode] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -183,6 +187,39 @@ class Settings(BaseSettings):
             roots = [r.strip() for r in value.split(os.pathsep) if r.strip()]
             return roots or None
         return value
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            names = [n.strip() for n in value.split(",") if n.strip()]
+            return names or None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _bare_hosts(cls, value: list[str] | None) -> list[str] | None:
+        for host in value or []:
+            if "/" in host or " " in host:
+                raise ValueError(
+                    f"{host!r} is not a host name: give names such as 'dev.example.com' or "
+                    "'dev.example.com:8080', comma separated (origins go in "
+                    "CODEBASE_MCP_ALLOWED_ORIGINS)"
+                )
+        return [h.lower() for h in value] if value else None
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _real_origins(cls, value: list[str] | None) -> list[str] | None:
+        value = [o.rstrip("/") for o in value] if value else None
+        for origin in value or []:
+            scheme, sep, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+                raise ValueError(
+                    f"{origin!r} is not an origin: give scheme, host and port, such as "
+                    "'https://dev.example.com' or 'http://localhost:5173', comma separated"
+                )
+        return [o.lower() for o in value] if value else None
 
     @field_validator("allowed_roots")
     @classmethod

@@ -10,8 +10,10 @@ embedded Postgres it started.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import socket
+from typing import TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
@@ -19,10 +21,15 @@ from uvicorn.supervisors import Multiprocess
 
 from codebase_mcp_search.entrypoints.mcp.balanced import BalancedGroup, balances
 from codebase_mcp_search.entrypoints.mcp.gc_settings import settle_heap
+from codebase_mcp_search.entrypoints.mcp.guards import MAX_HEAD_BYTES, Exposure, RequestGuard
 from codebase_mcp_search.entrypoints.mcp.server import Transport, build_server, package_version
 from codebase_mcp_search.entrypoints.settings import Settings
 
 log = logging.getLogger("codebase_mcp")
+
+BOUNDED_HTTPTOOLS = "codebase_mcp_search.entrypoints.mcp.bounded_head:BoundedHttpTools"
+"""A path, not the class: it imports httptools (not on Windows), and each process of
+``serve --workers`` imports it itself."""
 
 # Seconds uvicorn waits for open requests (a streaming index_repository) at shutdown.
 GRACEFUL_SHUTDOWN_S = 2
@@ -33,10 +40,28 @@ def worker_app() -> Starlette:
     environment). Stateless streamable HTTP with JSON responses: any process answers any
     request, as no session lives in one; so no progress notifications (follow a long run
     with start_indexing_background and get_job_status)."""
-    app: Starlette = build_server(Settings(), shares_jobs=True).http_app(
+    settings = Settings()
+    app: Starlette = build_server(settings, shares_jobs=True).http_app(
         stateless_http=True, json_response=True
     )
     settle_heap()
+    return guarded(app, settings)
+
+
+App = TypeVar("App", bound=Starlette)
+
+
+def guarded(app: App, settings: Settings) -> App:
+    """``app`` behind the request checks of ``guards``, outermost (before authentication)."""
+    app.add_middleware(
+        RequestGuard,
+        exposure=Exposure(
+            has_token=settings.auth_token is not None,
+            has_roots=settings.allowed_roots is not None,
+            allowed_hosts=settings.allowed_hosts,
+            allowed_origins=settings.allowed_origins,
+        ),
+    )
     return app
 
 
@@ -45,6 +70,9 @@ def _config(app: Starlette | str, host: str, port: int, workers: int) -> uvicorn
         app,
         factory=isinstance(app, str),
         host=host,
+        # Both bound the request head (see bounded_head); httptools is the faster parser.
+        http=BOUNDED_HTTPTOOLS if importlib.util.find_spec("httptools") else "h11",
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         port=port,
         workers=workers,
         lifespan="on",
@@ -62,6 +90,7 @@ def serve_http(
     if workers == 1:
         log.info("codebase-mcp %s on http://%s:%d (%s)", package_version(), host, port, transport)
         app = build_server(settings).http_app(transport="sse" if transport == "sse" else "http")
+        app = guarded(app, settings)
         settle_heap()
         uvicorn.Server(_config(app, host, port, 1)).run()
         return
