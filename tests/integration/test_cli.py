@@ -132,3 +132,27 @@ def test_cli_chunks_in_worker_processes_unless_told_otherwise(
     assert _settings().index_workers == defaults.index_workers()
     monkeypatch.setenv("CODEBASE_MCP_INDEX_WORKERS", "1")
     assert _settings().index_workers == 1
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_a_closed_stdout_ends_the_command_with_141(repo: Path, output: list[str]) -> None:
+    """``search ... | head`` when the reader has gone before the answer is written: exit
+    141, as a shell pipeline reports SIGPIPE, with no traceback."""
+    exe = Path(sys.executable).with_name("codebase-mcp")
+    env = {**os.environ, "CODEBASE_MCP_EMBEDDER": "hash"}
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes a byte
+    try:
+        proc = subprocess.run(
+            [str(exe), "search", "hash a password", "--index", str(repo), *output],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr

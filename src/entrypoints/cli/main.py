@@ -106,6 +106,15 @@ class _StderrHandler(logging.Handler):
             self.handleError(record)
 
 
+class _Output(Console):
+    """rich's console, except that a closed stdout ends the command as ``| head`` expects
+    (exit 141, below) rather than with rich's own exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``codebase-mcp`` console script."""
     parser = build_parser()
@@ -113,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed on one line
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    out = Console(soft_wrap=True)
+    out = _Output(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
     # Our log lines (the embedder auto chose, retries, truncation) go to stderr while this
     # command runs; stdout stays data.
