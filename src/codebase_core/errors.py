@@ -31,6 +31,8 @@ class Hint(StrEnum):
     """Vectors of another model: a forced re-index under one model (``details["path"]``)."""
     SEMANTIC_MODEL = "semantic_model"
     """A semantic search with no embedding model in use."""
+    TASK_FIELDS = "task_fields"
+    """An update of a task that sets none of the fields an update may set."""
 
 
 def shorten(value: object, limit: int = 80) -> str:

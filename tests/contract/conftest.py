@@ -5,7 +5,9 @@ Postgres ones (a fresh project schema per test on the session's test server; the
 also with every in-process cache off, ``postgres-nocache``); the hashing
 embedder, the HTTP embedders against real servers on 127.0.0.1 (``tests.embedding_servers``),
 the default ONNX model, and the local model when the ``local`` extra is installed (one instance
-each for the session: a model takes seconds to load or derive).
+each for the session: a model takes seconds to load or derive). The task stores are also
+shared by concurrent clients (``task_clients``: asyncio tasks over memory, OS processes over
+Postgres; see ``tests.contract.task_clients``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from codebase_mcp_search.adapters.postgres import (
 from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SCHEMA
 from codebase_mcp_search.core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
 from tests.conftest import new_project_id
+from tests.contract.task_clients import AsyncioClients, ProcessClients, TaskClients
 from tests.embedding_servers import OPENAI_MODEL, embedding_server
 
 Factory = Callable[[pytest.FixtureRequest], AbstractAsyncContextManager[object]]
@@ -82,6 +85,20 @@ async def _pg_store_uncached(request: pytest.FixtureRequest) -> AsyncIterator[Pg
 async def _pg_tasks(request: pytest.FixtureRequest) -> AsyncIterator[PgTaskRepo]:
     async with _pg_database(request) as (db, project):
         yield PgTaskRepo(db, project)
+
+
+@asynccontextmanager
+async def _memory_task_clients(request: pytest.FixtureRequest) -> AsyncIterator[AsyncioClients]:
+    yield AsyncioClients(InMemoryTaskRepo())
+
+
+@asynccontextmanager
+async def _pg_task_clients(request: pytest.FixtureRequest) -> AsyncIterator[ProcessClients]:
+    """Clients in processes of their own on the test's project (``task_clients``)."""
+    async with _pg_database(request) as (db, project):
+        url: str = request.getfixturevalue("pg_url")
+        tmp: Path = request.getfixturevalue("tmp_path")
+        yield ProcessClients(PgTaskRepo(db, project), url, project, tmp)
 
 
 @asynccontextmanager
@@ -163,6 +180,7 @@ CHUNK_STORES: dict[str, Factory] = {
     "postgres-nocache": _pg_store_uncached,
 }
 TASK_REPOS: dict[str, Factory] = {"memory": _memory_tasks, "postgres": _pg_tasks}
+TASK_CLIENTS: dict[str, Factory] = {"memory": _memory_task_clients, "postgres": _pg_task_clients}
 JOB_QUEUES: dict[str, Factory] = {"memory": _memory_jobs, "postgres": _pg_jobs}
 EMBEDDERS: dict[str, Factory] = {
     "hash": _hashing,
@@ -187,6 +205,15 @@ async def task_repo(request: pytest.FixtureRequest) -> AsyncIterator[TaskRepo]:
     async with TASK_REPOS[request.param](request) as repo:
         assert isinstance(repo, TaskRepo)
         yield repo
+
+
+@pytest.fixture(params=sorted(TASK_CLIENTS))
+async def task_clients(request: pytest.FixtureRequest) -> AsyncIterator[TaskClients]:
+    """A task store and concurrent clients of it, as users share that store."""
+    async with TASK_CLIENTS[request.param](request) as clients:
+        assert isinstance(clients, AsyncioClients | ProcessClients)
+        assert isinstance(clients.repo, TaskRepo)
+        yield clients
 
 
 @pytest.fixture(params=sorted(JOB_QUEUES))

@@ -165,6 +165,15 @@ def test_a_bad_task_update_names_the_flag(capsys: pytest.CaptureFixture[str]) ->
     ):
         code, line = fails(capsys, "tasks", "update", tid, flag, value)
         assert code == 2 and line.startswith(start), line
+    # Nothing to change: refused, naming the flags (updated_at is not bumped).
+    code, line = fails(capsys, "tasks", "update", tid)
+    assert code == 2 and line.startswith("VALIDATION_ERROR: fields=[]: no field to change"), line
+    assert line.endswith(
+        "give 'codebase-mcp tasks update' at least one of --title, --description, --notes, "
+        "--status, --branch, --commit"
+    ), line
+    code, line = fails(capsys, "tasks", "update", tid, "--title", "")
+    assert code == 2 and line.startswith("VALIDATION_ERROR: --title='': "), line
 
 
 def test_an_unknown_project_is_an_error_and_is_not_created(

@@ -360,7 +360,12 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
             "TASK_NOT_FOUND",
             "0b6f3a52-8d4e-4c47-9a51-3f2b1c0d9e77",
         ),
-        ("update_task", {"task_id": "0B6F3A52-8D4E-4C47-9A51-3F2B1C0D9E77"}, "TASK_NOT_FOUND", ""),
+        (
+            "update_task",
+            {"task_id": "0B6F3A52-8D4E-4C47-9A51-3F2B1C0D9E77", "notes": "n"},
+            "TASK_NOT_FOUND",
+            "",
+        ),
         ("get_task", {"task_id": "no-such-task"}, "VALIDATION_ERROR", "task_id='no-such-task'"),
         ("update_task", {"task_id": "no-such-task"}, "VALIDATION_ERROR", "a UUID"),
         ("create_task", {"title": ""}, "VALIDATION_ERROR", "title"),
@@ -394,9 +399,16 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
         ({"commit": SHA_A.upper()}, "VALIDATION_ERROR"),
         ({"branch": ""}, "VALIDATION_ERROR"),
         ({"title": ""}, "VALIDATION_ERROR"),
+        ({"title": "  "}, "VALIDATION_ERROR"),
     ):
         text = await error_of(client, "update_task", task_id=task["id"], **args)
         assert text.startswith(f"{code}: "), (args, text)
+    # An update that sets nothing is refused, naming what it may set (updated_at not bumped).
+    text = await error_of(client, "update_task", task_id=task["id"])
+    assert text == (
+        "VALIDATION_ERROR: fields=[]: no field to change (title, description, notes, status, "
+        "branch, commit); pass update_task at least one of those parameters"
+    )
     # Nothing was half-applied by the rejected updates.
     assert await call(client, "get_task", task_id=task["id"]) == task
 

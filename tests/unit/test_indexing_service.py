@@ -194,6 +194,17 @@ async def test_relative_root_is_rejected() -> None:
         IndexRequest.build("repo")
 
 
+def test_a_blank_repository_name_is_refused() -> None:
+    """A blank name is an error, not a silent "keep the old name"; leaving it out keeps it,
+    and a name is trimmed."""
+    for blank in ("", "   "):
+        with pytest.raises(ValidationFailed) as err:
+            IndexRequest.build(ROOT, name=blank)
+        assert err.value.field == "name" and "must not be blank" in str(err.value)
+    assert IndexRequest.build(ROOT).name is None
+    assert IndexRequest.build(ROOT, name=" demo ").name == "demo"
+
+
 async def test_progress_is_reported_in_order() -> None:
     files = {f"m{i}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(5)}
     events: list[tuple[str, int, int]] = []

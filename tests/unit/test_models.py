@@ -17,6 +17,7 @@ from codebase_mcp_search.core.models import (
     SearchFilters,
     Task,
     TaskStatus,
+    TaskUpdate,
     context_lines,
     split_lines,
 )
@@ -116,6 +117,29 @@ def test_a_task_breaking_a_rule_raises_the_coded_error(
     # and what they raise is what a client sees.
     with pytest.raises(ValidationFailed) as err:
         Task(**{"id": "t", "title": "t", "created_at": _NOW, "updated_at": _NOW, **fields})
+    assert message in str(err.value) and str(err.value).startswith("VALIDATION_ERROR: ")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"title": ""}, "title='': must be a non-empty string of 1-200 characters"),
+        ({"title": " "}, "title=' ': must be a non-empty string of 1-200 characters"),
+        ({"description": 3}, "description=3: must be a string"),
+        ({"notes": "n" * 5001}, "must be at most 5000 characters, got 5001"),
+        ({"branch": "has space"}, "branch='has space': must be a git branch"),
+        ({"branch": ""}, "branch='': must be a git branch"),
+        ({"commit": _SHA.upper()}, "commit='0123456789ABCDEF"),
+        ({"commit": _SHA, "title": "", "status": "done"}, "title='': "),
+        ({}, "fields=[]: no field to change (title, description, notes, status, branch, commit)"),
+    ],
+)
+def test_an_update_breaking_a_rule_raises_the_coded_error(
+    fields: dict[str, Any], message: str
+) -> None:
+    """An update follows the task's rules, field by field, before the status is parsed."""
+    with pytest.raises(ValidationFailed) as err:
+        TaskUpdate.build(**fields)
     assert message in str(err.value) and str(err.value).startswith("VALIDATION_ERROR: ")
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from codebase_mcp_search.adapters.memory import InMemoryTaskRepo
 from codebase_mcp_search.core.errors import (
+    Hint,
     InvalidLimit,
     InvalidStatus,
     TaskNotFound,
@@ -86,6 +87,23 @@ async def test_update_errors(service: TaskService) -> None:
     with pytest.raises(ValidationFailed, match="task_id"):
         await service.update("nope", title="x")
     assert await service.get(task.id) == task  # nothing half-applied
+
+
+async def test_an_update_that_changes_nothing_is_refused(service: TaskService) -> None:
+    """No field given is bad input naming what an update sets, not a silent bump of
+    updated_at; a blank title is refused, not read as "keep the title"."""
+    task = await service.create("t")
+    with pytest.raises(ValidationFailed) as err:
+        await service.update(task.id)
+    assert err.value.field == "fields" and err.value.hint is Hint.TASK_FIELDS
+    assert str(err.value) == (
+        "VALIDATION_ERROR: fields=[]: no field to change "
+        "(title, description, notes, status, branch, commit)"
+    )
+    for blank in ("", "   "):
+        with pytest.raises(ValidationFailed, match="title"):
+            await service.update(task.id, title=blank)
+    assert await service.get(task.id) == task
 
 
 async def test_error_messages_name_field_value_and_rule(service: TaskService) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from codebase_mcp_search.core.errors import TaskNotFound, ValidationFailed
-from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus, TaskUpdate
 
 
 class InMemoryTaskRepo:
@@ -18,15 +20,20 @@ class InMemoryTaskRepo:
         self._tasks[task.id] = task
 
     async def get(self, task_id: str) -> Task:
+        return self._stored(task_id)
+
+    def _stored(self, task_id: str) -> Task:
         task = self._tasks.get(task_id)
         if task is None:
             raise TaskNotFound(f"Task not found: {task_id}", task_id=task_id)
         return task
 
-    async def update(self, task: Task) -> None:
-        if task.id not in self._tasks:
-            raise TaskNotFound(f"Task not found: {task.id}", task_id=task.id)
-        self._tasks[task.id] = task
+    async def update(self, task_id: str, change: TaskUpdate, now: datetime) -> Task:
+        # Read, apply and write with no await between, so no other update (another task of the
+        # event loop) runs in between; the store is never shared across threads or processes.
+        updated = change.applied_to(self._stored(task_id), now)
+        self._tasks[task_id] = updated
+        return updated
 
     async def list(
         self,

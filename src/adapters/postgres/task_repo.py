@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -11,7 +12,7 @@ import asyncpg
 from codebase_mcp_search.adapters.postgres.database import PgDatabase
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import TaskNotFound, ValidationFailed
-from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus, TaskUpdate
 
 _COLUMNS = (
     "id, title, description, notes, status, branches, commits, planning_references, "
@@ -23,11 +24,22 @@ ADD = Statement(
     columns=_COLUMNS,
 )
 GET = Statement("SELECT {columns} FROM {s}.tasks WHERE id = $1", columns=_COLUMNS)
+LOCK = Statement("SELECT {columns} FROM {s}.tasks WHERE id = $1 FOR UPDATE", columns=_COLUMNS)
+# What an update sets, and nothing else: a field it leaves out keeps the stored value, and its
+# branch or commit is appended here, unless the list holds it already.
 UPDATE = Statement(
-    """UPDATE {s}.tasks SET title = $2, description = $3, notes = $4, status = $5,
-           branches = $6, commits = $7, planning_references = $8, created_at = $9,
-           updated_at = $10, completed_at = $11
-       WHERE id = $1"""
+    """UPDATE {s}.tasks SET
+           title = COALESCE($2, title),
+           description = COALESCE($3, description),
+           notes = COALESCE($4, notes),
+           branches = CASE WHEN $5::text IS NULL OR $5::text = ANY(branches) THEN branches
+                           ELSE array_append(branches, $5::text) END,
+           commits = CASE WHEN $6::text IS NULL OR $6::text = ANY(commits) THEN commits
+                          ELSE array_append(commits, $6::text) END,
+           status = $7, updated_at = $8, completed_at = $9
+       WHERE id = $1
+       RETURNING {columns}""",
+    columns=_COLUMNS,
 )
 _LISTED = """WHERE ($1::text IS NULL OR status = $1)
     AND ($2::text IS NULL OR branches @> ARRAY[$2::text])"""
@@ -99,11 +111,29 @@ class PgTaskRepo:
             raise TaskNotFound(f"Task not found: {task_id}", task_id=task_id)
         return _task(row)
 
-    async def update(self, task: Task) -> None:
-        async with self._conn() as (conn, s):
-            status = await conn.execute(UPDATE.at(s), *_values(task))
-        if status.endswith(" 0"):
-            raise TaskNotFound(f"Task not found: {task.id}", task_id=task.id)
+    async def update(self, task_id: str, change: TaskUpdate, now: datetime) -> Task:
+        # One transaction holding the row's lock from the read to the write: concurrent updates
+        # of the task take turns, and each applies the core's rules (status, completed_at,
+        # updated_at) to the row as the previous one left it. Read committed is enough: a
+        # locked read sees the latest committed row.
+        async with self._conn() as (conn, s), conn.transaction():
+            row = await conn.fetchrow(LOCK.at(s), task_id)
+            if row is None:
+                raise TaskNotFound(f"Task not found: {task_id}", task_id=task_id)
+            after = change.applied_to(_task(row), now)
+            written = await conn.fetchrow(
+                UPDATE.at(s),
+                task_id,
+                change.title,
+                change.description,
+                change.notes,
+                change.branch,
+                change.commit,
+                after.status.value,
+                after.updated_at,
+                after.completed_at,
+            )
+        return _task(written)
 
     async def list(
         self,

@@ -78,11 +78,13 @@ from codebase_mcp_search.core.models.search import (
 )
 from codebase_mcp_search.core.models.tasks import (
     SHA_RE,
+    TASK_FIELDS,
     Task,
     TaskPage,
     TaskQuery,
     TaskStatus,
     TaskSummary,
+    TaskUpdate,
 )
 from codebase_mcp_search.core.models.text import (
     chunk_id_for,
@@ -117,6 +119,7 @@ __all__ = [
     "MAX_TITLE",
     "PROJECT_ID_RE",
     "SHA_RE",
+    "TASK_FIELDS",
     "Chunk",
     "ChunkDraft",
     "Embeddings",
@@ -155,6 +158,7 @@ __all__ = [
     "TaskQuery",
     "TaskStatus",
     "TaskSummary",
+    "TaskUpdate",
     "VectorResult",
     "check_job_id",
     "check_project_id",

@@ -107,10 +107,17 @@ class IndexRequest(FrozenModel):
             raise ValidationFailed(
                 "name", name, f"must be at most {MAX_REPOSITORY_NAME} characters"
             )
+        if name is not None and not name.strip():
+            # Refused rather than read as "no name": that would keep the old name silently.
+            raise ValidationFailed(
+                "name",
+                name,
+                "must not be blank; without a name the repository keeps its own (a first "
+                "index names it after its directory)",
+            )
         if not isinstance(force, bool):
             raise ValidationFailed("force_reindex", force, "must be true or false")
-        # A blank name is no name: the repository keeps its own.
-        return cls(root=root, name=(name or "").strip() or None, force=force)
+        return cls(root=root, name=None if name is None else name.strip(), force=force)
 
 
 class SourceFile(FrozenModel):

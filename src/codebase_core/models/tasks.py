@@ -1,20 +1,21 @@
 """Task models, and the rules their fields follow.
 
-The rules live in ``Task``'s validators and nowhere else: ``TaskService`` builds and updates
-tasks through the model. Each validator raises the coded error a client sees
-(``ValidationFailed`` naming the field, the value and the rule; ``InvalidStatus``). Pydantic
-collects only ``ValueError`` and ``AssertionError`` into its ``ValidationError``; the core
-errors derive from neither, so the first broken rule, in field order, leaves validation as it
-was raised.
+The rules are the functions below, run by the validators of ``Task`` and of ``TaskUpdate`` (a
+request to change one): ``TaskService`` builds tasks and updates through the models. Each rule
+raises the coded error a client sees (``ValidationFailed`` naming the field, the value and the
+rule; ``InvalidStatus``). Pydantic collects only ``ValueError`` and ``AssertionError`` into its
+``ValidationError``; the core errors derive from neither, so the first broken rule, in field
+order, leaves validation as it was raised.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from codebase_mcp_search.core.defaults import (
     DEFAULT_TASK_PAGE,
@@ -26,7 +27,7 @@ from codebase_mcp_search.core.defaults import (
     MAX_TASK_PAGE,
     MAX_TITLE,
 )
-from codebase_mcp_search.core.errors import InvalidStatus, ValidationFailed, shorten
+from codebase_mcp_search.core.errors import Hint, InvalidStatus, ValidationFailed, shorten
 from codebase_mcp_search.core.models.base import FrozenModel, Page, no_nul
 
 
@@ -76,6 +77,38 @@ def _strings(field: str, value: object) -> list[object]:
     return value
 
 
+def _check_title(title: object) -> str:
+    if not isinstance(title, str) or not title.strip():
+        raise ValidationFailed(
+            "title", title, f"must be a non-empty string of 1-{MAX_TITLE} characters"
+        )
+    if len(title) > MAX_TITLE:
+        raise ValidationFailed("title", title, f"must be at most {MAX_TITLE} characters")
+    no_nul("title", title)
+    return title
+
+
+def _check_branch(branch: object) -> str:
+    """A git branch name (the error names ``branch``, as ``update`` takes one)."""
+    if (
+        not isinstance(branch, str)
+        or not branch.strip()
+        or len(branch) > MAX_BRANCH_CHARS
+        or any(c.isspace() or c == "\x00" for c in branch)
+    ):
+        raise ValidationFailed(
+            "branch", branch, f"must be a git branch name: 1-{MAX_BRANCH_CHARS} chars, no spaces"
+        )
+    return branch
+
+
+def _check_commit(commit: object) -> str:
+    """A full git SHA (the error names ``commit``, as ``update`` takes one)."""
+    if not isinstance(commit, str) or not SHA_RE.match(commit):
+        raise ValidationFailed("commit", commit, "must be a 40-character lowercase hex git SHA")
+    return commit
+
+
 class Task(FrozenModel):
     """A unit of development work. Its validators are the task rules (see the module)."""
 
@@ -94,14 +127,7 @@ class Task(FrozenModel):
     @field_validator("title", mode="before")
     @classmethod
     def _title(cls, title: object) -> object:
-        if not isinstance(title, str) or not title.strip():
-            raise ValidationFailed(
-                "title", title, f"must be a non-empty string of 1-{MAX_TITLE} characters"
-            )
-        if len(title) > MAX_TITLE:
-            raise ValidationFailed("title", title, f"must be at most {MAX_TITLE} characters")
-        no_nul("title", title)
-        return title
+        return _check_title(title)
 
     @field_validator("description", mode="before")
     @classmethod
@@ -121,31 +147,12 @@ class Task(FrozenModel):
     @field_validator("branches", mode="before")
     @classmethod
     def _branches(cls, branches: object) -> object:
-        """Each one a git branch name, as ``update`` appends it (so the error names ``branch``)."""
-        for branch in _strings("branches", branches):
-            if (
-                not isinstance(branch, str)
-                or not branch.strip()
-                or len(branch) > MAX_BRANCH_CHARS
-                or any(c.isspace() or c == "\x00" for c in branch)
-            ):
-                raise ValidationFailed(
-                    "branch",
-                    branch,
-                    f"must be a git branch name: 1-{MAX_BRANCH_CHARS} chars, no spaces",
-                )
-        return branches
+        return [_check_branch(b) for b in _strings("branches", branches)]
 
     @field_validator("commits", mode="before")
     @classmethod
     def _commits(cls, commits: object) -> object:
-        """Each one a full git SHA, as ``update`` appends it (so the error names ``commit``)."""
-        for commit in _strings("commits", commits):
-            if not isinstance(commit, str) or not SHA_RE.match(commit):
-                raise ValidationFailed(
-                    "commit", commit, "must be a 40-character lowercase hex git SHA"
-                )
-        return commits
+        return [_check_commit(c) for c in _strings("commits", commits)]
 
     @field_validator("planning_references", mode="before")
     @classmethod
@@ -167,6 +174,119 @@ class Task(FrozenModel):
                     f"each item must be 1-{MAX_REFERENCE_CHARS} characters",
                 )
         return list(refs)
+
+
+TASK_FIELDS = ("title", "description", "notes", "status", "branch", "commit")
+"""What an update of a task may set (its other fields follow from these, or never change)."""
+
+
+class TaskUpdate(FrozenModel):
+    """What one update of a task changes: each field given (None leaves it as it is), checked
+    by the task rules. An update that changes nothing is refused (it would only move
+    ``updated_at``): ``ValidationFailed`` on ``fields``, with the hint ``TASK_FIELDS``."""
+
+    title: str | None = None
+    description: str | None = None
+    notes: str | None = None
+    branch: str | None = None
+    """Appended to the task's branches unless there already."""
+    commit: str | None = None
+    """Appended to the task's commits unless there already."""
+    status: TaskStatus | None = None
+    # status comes last: a request breaking a field rule and giving an unknown status is told
+    # about the field.
+
+    @field_validator("title", mode="before")
+    @classmethod
+    def _title(cls, title: object) -> object:
+        return None if title is None else _check_title(title)
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _description(cls, description: object) -> object:
+        return _text("description", description, MAX_DESCRIPTION)
+
+    @field_validator("notes", mode="before")
+    @classmethod
+    def _notes(cls, notes: object) -> object:
+        return _text("notes", notes, MAX_NOTES)
+
+    @field_validator("branch", mode="before")
+    @classmethod
+    def _branch(cls, branch: object) -> object:
+        return None if branch is None else _check_branch(branch)
+
+    @field_validator("commit", mode="before")
+    @classmethod
+    def _commit(cls, commit: object) -> object:
+        return None if commit is None else _check_commit(commit)
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, status: object) -> object:
+        return None if status is None else TaskStatus.parse(status)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Self:
+        if all(getattr(self, name) is None for name in TASK_FIELDS):
+            raise ValidationFailed(
+                "fields",
+                [],
+                f"no field to change ({', '.join(TASK_FIELDS)})",
+                hint=Hint.TASK_FIELDS,
+            )
+        return self
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        title: object = None,
+        description: object = None,
+        notes: object = None,
+        status: object = None,
+        branch: object = None,
+        commit: object = None,
+    ) -> TaskUpdate:
+        """Validate raw fields (None: not changed), raising coded errors."""
+        return cls.model_validate(
+            {
+                "title": title,
+                "description": description,
+                "notes": notes,
+                "status": status,
+                "branch": branch,
+                "commit": commit,
+            }
+        )
+
+    def applied_to(self, task: Task, now: datetime) -> Task:
+        """``task`` after this update made at ``now``: what every ``TaskRepo`` writes, from the
+        task as stored when the update runs. ``completed_at`` is set on entering ``complete``,
+        kept while it stays there and cleared on leaving it; ``updated_at`` moves past the
+        stored one even when the clock does not (or steps back)."""
+        changes: dict[str, object] = {
+            name: value
+            for name, value in (
+                ("title", self.title),
+                ("description", self.description),
+                ("notes", self.notes),
+            )
+            if value is not None
+        }
+        if self.branch is not None and self.branch not in task.branches:
+            changes["branches"] = [*task.branches, self.branch]
+        if self.commit is not None and self.commit not in task.commits:
+            changes["commits"] = [*task.commits, self.commit]
+        at = now if now > task.updated_at else task.updated_at + timedelta(microseconds=1)
+        changes["updated_at"] = at
+        if self.status is not None:
+            changes["status"] = self.status
+            if self.status is not TaskStatus.COMPLETE:
+                changes["completed_at"] = None
+            elif task.status is not TaskStatus.COMPLETE:
+                changes["completed_at"] = at
+        return Task.model_validate({**task.model_dump(), **changes})
 
 
 class TaskSummary(FrozenModel):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus
+from codebase_mcp_search.core.models import Task, TaskPage, TaskStatus, TaskUpdate
 
 
 @runtime_checkable
@@ -15,6 +16,11 @@ class TaskRepo(Protocol):
     ``TaskNotFound`` for an unknown id; ``list`` returns tasks newest first (created_at
     descending, then id) filtered by status and branch membership, with the total number of
     matches before ``limit``/``offset``. Infrastructure failures raise ``StoreUnavailable``.
+
+    ``update`` is atomic against every other update of the task, from any process: it applies
+    the change to the task as stored when it runs (``TaskUpdate.applied_to``), writing only what
+    the change sets, so concurrent updates lose none of one another's fields, branches or
+    commits.
     """
 
     async def add(self, task: Task) -> None:
@@ -25,8 +31,8 @@ class TaskRepo(Protocol):
         """The task with this id."""
         ...
 
-    async def update(self, task: Task) -> None:
-        """Replace a stored task with this one (same id)."""
+    async def update(self, task_id: str, change: TaskUpdate, now: datetime) -> Task:
+        """Apply ``change``, made at ``now``, to the stored task; the task as written."""
         ...
 
     async def list(

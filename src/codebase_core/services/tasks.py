@@ -1,17 +1,26 @@
 """TaskService: create, read, update and list development tasks.
 
-Field rules live in the ``Task`` model's validators (``core.models.tasks``): the
-service builds and updates tasks through the model, which raises the coded errors.
+Field rules live in the validators of the ``Task`` and ``TaskUpdate`` models
+(``core.models.tasks``): the service builds tasks and updates through them, which raise the
+coded errors; how an update changes a task is ``TaskUpdate.applied_to``, which each store
+applies atomically.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from codebase_mcp_search.core.errors import Hint
-from codebase_mcp_search.core.models import Task, TaskPage, TaskQuery, TaskStatus, utcnow
+from codebase_mcp_search.core.models import (
+    Task,
+    TaskPage,
+    TaskQuery,
+    TaskStatus,
+    TaskUpdate,
+    utcnow,
+)
 from codebase_mcp_search.core.models.base import check_uuid
 from codebase_mcp_search.core.ports import TaskRepo
 
@@ -25,11 +34,6 @@ class TaskService:
     def __init__(self, repo: TaskRepo, clock: Clock = utcnow) -> None:
         self._repo = repo
         self._clock = clock
-
-    def _now_after(self, previous: datetime) -> datetime:
-        # updated_at always moves forward, even when the clock does not (or steps back).
-        now = self._clock()
-        return now if now > previous else previous + timedelta(microseconds=1)
 
     async def create(
         self,
@@ -67,32 +71,20 @@ class TaskService:
         branch: str | None = None,
         commit: str | None = None,
     ) -> Task:
-        """Apply a partial update; ``branch`` and ``commit`` are appended idempotently."""
-        task = await self._repo.get(_check_id(task_id))
-        edits: dict[str, object] = {
-            name: value
-            for name, value in (("title", title), ("description", description), ("notes", notes))
-            if value is not None
-        }
-        if branch is not None and branch not in task.branches:
-            edits["branches"] = [*task.branches, branch]
-        if commit is not None and commit not in task.commits:
-            edits["commits"] = [*task.commits, commit]
-        # The edited fields are checked before the status is parsed: a request breaking a
-        # field rule and giving an unknown status is told about the field.
-        edited = Task.model_validate({**task.model_dump(), **edits})
-        now = self._now_after(task.updated_at)
-        changes: dict[str, object] = {"updated_at": now}
-        if status is not None:
-            new_status = TaskStatus.parse(status)
-            changes["status"] = new_status
-            if new_status is TaskStatus.COMPLETE and task.status is not TaskStatus.COMPLETE:
-                changes["completed_at"] = now
-            elif new_status is not TaskStatus.COMPLETE:
-                changes["completed_at"] = None
-        updated = Task.model_validate({**edited.model_dump(), **changes})
-        await self._repo.update(updated)
-        return updated
+        """Change the fields given (None: unchanged; at least one, else ``ValidationFailed``
+        on ``fields``); ``branch`` and ``commit`` are appended idempotently. The store applies
+        the change atomically, so concurrent updates of the task lose none of each other's
+        writes."""
+        tid = _check_id(task_id)
+        change = TaskUpdate.build(
+            title=title,
+            description=description,
+            notes=notes,
+            status=status,
+            branch=branch,
+            commit=commit,
+        )
+        return await self._repo.update(tid, change, self._clock())
 
     async def list(self, query: TaskQuery | None = None) -> TaskPage:
         """Tasks newest first, with the total number of matches before paging."""

@@ -66,6 +66,8 @@ FIXES: dict[Hint, str] = {
     "or get a semantic model: CODEBASE_MCP_EMBEDDER=auto (or onnx, the built-in local model) "
     "and re-index with 'codebase-mcp index PATH'; 'codebase-mcp doctor' shows which embedder "
     "is in use",
+    Hint.TASK_FIELDS: "give 'codebase-mcp tasks update' at least one of --title, --description, "
+    "--notes, --status, --branch, --commit",
 }
 
 

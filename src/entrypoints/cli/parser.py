@@ -47,7 +47,10 @@ def _common(p: argparse.ArgumentParser, *, project: bool = True, group: bool = F
 def _code(sub: Any) -> None:
     ix = sub.add_parser("index", help="index (or incrementally re-index) a repository")
     ix.add_argument("path", help="repository root directory")
-    ix.add_argument("--name", help="display name (default: the directory name)")
+    ix.add_argument(
+        "--name",
+        help="display name, not blank (default: the repository's own, else the directory's)",
+    )
     ix.add_argument(
         "--force", action="store_true", help="re-chunk every file (cached vectors kept)"
     )

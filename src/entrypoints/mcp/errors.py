@@ -46,6 +46,7 @@ FIXES: dict[Hint, str] = {
     Hint.SEMANTIC_MODEL: "search with mode='lexical' (or mode='hybrid', which falls back to "
     "lexical without a model), or start the server with CODEBASE_MCP_EMBEDDER=auto or onnx "
     "to load the default local model, then call index_repository again to add vectors",
+    Hint.TASK_FIELDS: "pass update_task at least one of those parameters",
 }
 
 

@@ -102,7 +102,8 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         name: Annotated[
             str | None,
             Field(
-                description="Display name (default: the directory name).",
+                description="Display name, not blank (default: the repository's own; a first "
+                "index takes the directory name).",
                 max_length=defaults.MAX_REPOSITORY_NAME,
             ),
         ] = None,

@@ -127,9 +127,11 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         ] = None,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
-        """Change some fields of a task; returns the full task.
+        """Change some fields of a task (at least one); returns the full task.
 
         ``branch`` and ``commit`` are appended to the task's lists (a repeat is ignored).
+        Each update is atomic: concurrent updates of one task keep every field, branch and
+        commit they set.
         completed_at is set when status becomes 'complete' and cleared when it leaves it;
         updated_at always moves forward.
         """
