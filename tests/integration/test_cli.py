@@ -156,3 +156,10 @@ def test_a_closed_stdout_ends_the_command_with_141(repo: Path, output: list[str]
         os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr
+
+
+def test_version_names_the_installed_package(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"codebase-mcp {version('codebase-mcp-search')}\n"

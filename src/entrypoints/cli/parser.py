@@ -15,6 +15,7 @@ from codebase_mcp_search.core.defaults import (
     MAX_TASK_PAGE,
 )
 from codebase_mcp_search.core.models import JobStatus, SearchMode, TaskStatus
+from codebase_mcp_search.entrypoints.about import package_version
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_USAGE
 from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
 
@@ -197,6 +198,7 @@ def _jobs(sub: Any) -> None:
 
 def build_parser() -> Parser:
     p = Parser(prog="codebase-mcp", description="Semantic code search for AI assistants.")
+    p.add_argument("--version", action="version", version=f"codebase-mcp {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     _code(sub)
     _repos(sub)

@@ -19,10 +19,11 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from codebase_mcp_search.entrypoints.about import package_version
 from codebase_mcp_search.entrypoints.mcp.balanced import BalancedGroup, balances
 from codebase_mcp_search.entrypoints.mcp.gc_settings import settle_heap
 from codebase_mcp_search.entrypoints.mcp.guards import MAX_HEAD_BYTES, Exposure, RequestGuard
-from codebase_mcp_search.entrypoints.mcp.server import Transport, build_server, package_version
+from codebase_mcp_search.entrypoints.mcp.server import Transport, build_server
 from codebase_mcp_search.entrypoints.settings import Settings
 
 log = logging.getLogger("codebase_mcp")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import functools
 import hmac
 import ipaddress
 import logging
@@ -13,7 +12,6 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from fastmcp import FastMCP
@@ -23,6 +21,7 @@ from starlette.responses import JSONResponse
 
 from codebase_mcp_search.adapters.postgres.embedded import release_embedded
 from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.entrypoints.about import package_version
 from codebase_mcp_search.entrypoints.facade import open_workspaces
 from codebase_mcp_search.entrypoints.mcp.errors import CodedErrors
 from codebase_mcp_search.entrypoints.mcp.state import AllowedRoots, ServerState
@@ -44,14 +43,6 @@ filter a search. For a large repository, start_indexing_background returns a job
 follow it with get_job_status, stop it with cancel_job, see all with list_background_jobs. Tasks: create_task, update_task (status, branch, commit), list_tasks.
 Every tool takes an optional project_id: each project is an isolated workspace.
 Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
-
-
-@functools.cache
-def package_version() -> str:
-    try:
-        return version("codebase-mcp-search")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class BearerToken(TokenVerifier):
