@@ -15,7 +15,7 @@ import pytest
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree, PathspecIgnoreRules
 from codebase_mcp_search.adapters.memory import InMemorySourceTree
 from codebase_mcp_search.core.errors import FileUnreadable
-from codebase_mcp_search.core.models import SkipReason, utcnow
+from codebase_mcp_search.core.models import SkipReason, sha256_hex, utcnow
 from codebase_mcp_search.core.ports import SourceTree
 
 
@@ -206,7 +206,7 @@ LEFT_OUT: list[tuple[str, str | bytes, SkipReason]] = [
     ("deploy/id_rsa", "not even a key\n", SkipReason.SECRET),
     ("certs/Server.PEM", "cert\n", SkipReason.SECRET),
     ("home/.aws/credentials", "[default]\n", SkipReason.SECRET),
-    ("keys/backup.txt", "a key:\n" + KEY, SkipReason.SECRET),
+    ("keys/backup.txt", "\n" + KEY, SkipReason.SECRET),  # a key by another name
     ("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", SkipReason.BINARY),
     ("blob.dat", bytes([0x01, 0x02, 0xFF, 0xFE, 0x03]) * 400, SkipReason.BINARY),
     ("app.min.js", "var a=1;", SkipReason.MINIFIED),
@@ -250,6 +250,44 @@ async def test_allowed_secrets_are_indexed_and_not_reported(tree: Tree) -> None:
         tree.files.write(rel, KEY)
     tree.configure(allow_secrets=True)
     assert await _outcome(tree) == (sorted(secrets), {})
+
+
+# A key's body as a test module embeds it (generated here, not a real key).
+BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC" + "x" * 13, "c2VjcmV0Ym9keQ=="]
+EMBEDDED = (
+    "import ssl\n\n"
+    'KEY = """\n-----BEGIN PRIVATE KEY-----\n' + "\n".join(BODY) + "\n-----END PRIVATE KEY-----\n"
+    '"""\n\n\ndef load_key():\n    return KEY\n'
+)
+
+
+async def test_a_key_inside_a_kept_file_is_redacted_in_what_is_read(tree: Tree) -> None:
+    tree.files.write("tests/test_tls.py", EMBEDDED)
+    scan = await tree.source.scan(tree.root)
+    assert [f.path for f in scan.files] == ["tests/test_tls.py"] and scan.skipped == []
+    text = await tree.source.read_text(tree.root, "tests/test_tls.py")
+    assert await tree.source.read_texts(tree.root, ["tests/test_tls.py"]) == [text]
+    assert all(line not in text for line in BODY)
+    assert text.splitlines()[4:6] == ["[redacted]", "[redacted]"]
+    assert len(text.splitlines()) == len(EMBEDDED.splitlines())
+    assert text.splitlines()[10:] == ["def load_key():", "    return KEY"]
+    # The hash is of the bytes as read: unchanged, though not the raw bytes' hash.
+    indexed = {f.path: f.content_hash for f in scan.files}
+    assert indexed["tests/test_tls.py"] == sha256_hex(text)
+    assert await tree.source.changed(tree.root, indexed, None) == set()
+
+
+async def test_allowed_secrets_are_read_whole_and_hashed_apart(tree: Tree) -> None:
+    tree.files.write("tests/test_tls.py", EMBEDDED)
+    strict = await _indexed(tree)
+    tree.configure(allow_secrets=True)
+    assert await tree.source.read_text(tree.root, "tests/test_tls.py") == EMBEDDED
+    allowed = await _indexed(tree)
+    assert allowed["tests/test_tls.py"] == sha256_hex(EMBEDDED)
+    # Turning the option on or off changes what is indexed: each sees the other's as changed.
+    assert await tree.source.changed(tree.root, strict, None) == {"tests/test_tls.py"}
+    tree.configure()
+    assert await tree.source.changed(tree.root, allowed, None) == {"tests/test_tls.py"}
 
 
 async def test_excluded_directories_are_pruned_as_one_entry_each(tree: Tree) -> None:

@@ -280,7 +280,7 @@ NOT_SECRETS = [
 async def test_likely_secrets_are_skipped_unless_allowed(tmp_path: Path) -> None:
     for rel in [*SECRETS, *NOT_SECRETS]:
         write(tmp_path, rel, "value\n")
-    write(tmp_path, "deploy/notes.txt", "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
+    write(tmp_path, "deploy/notes.txt", "\n-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
     write(tmp_path, "pem_parser.py", 'MARKER = "-----BEGIN RSA PRIVATE KEY-----"\n')
 
     assert await paths(tmp_path) == set(NOT_SECRETS)

@@ -149,7 +149,7 @@ class Scan:
             ScanEntry(
                 path=rel,
                 size=len(data),
-                content_hash=hashlib.sha256(data).hexdigest(),
+                content_hash=hashlib.sha256(self.policy.redact(data)).hexdigest(),
                 language=language_for_path(rel),
             )
         )

@@ -81,7 +81,8 @@ class LocalSourceTree:
         return await asyncio.to_thread(self._scan, root)
 
     async def read_text(self, root: str, path: str) -> str:
-        """The UTF-8 text of ``root``/``path`` without a BOM, with LF line endings.
+        """The UTF-8 text of ``root``/``path`` without a BOM, with LF line endings, private
+        key blocks redacted as the skip policy says.
 
         Raises ``ValidationFailed`` when ``root`` is not a directory or ``path`` is not a
         relative path inside it, and ``FileUnreadable`` when the file cannot be read, is not a
@@ -170,15 +171,17 @@ class LocalSourceTree:
             except OSError:
                 out.add(rel)
                 continue
-            if data is None or hashlib.sha256(data).hexdigest() != indexed[rel]:
+            if (
+                data is None
+                or hashlib.sha256(self._policy.redact(data)).hexdigest() != indexed[rel]
+            ):
                 out.add(rel)
         return out
 
     def _scan(self, root: str) -> ScanResult:
         return Scan(resolve_root(root), self._policy, self._rules).run()
 
-    @staticmethod
-    def _read_text(base: str, path: str) -> str:
+    def _read_text(self, base: str, path: str) -> str:
         """``read_text`` below the resolved root ``base``."""
         if not path or "\0" in path or os.path.isabs(path) or ".." in path.split("/"):
             raise ValidationFailed("path", path, "must be a relative path inside the repository")
@@ -192,7 +195,7 @@ class LocalSourceTree:
         if data is None:
             raise FileUnreadable(f"{path}: not a regular file", path=path)
         try:
-            text = data.decode("utf-8-sig")
+            text = self._policy.redact(data).decode("utf-8-sig")
         except UnicodeDecodeError as e:
             raise FileUnreadable(
                 f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})", path=path

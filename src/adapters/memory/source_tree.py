@@ -95,7 +95,7 @@ class InMemorySourceTree:
             if (
                 data is None
                 or self._policy.skip_size(len(data)) is not None
-                or sha256_hex(data) != indexed[path]
+                or sha256_hex(self._policy.redact(data)) != indexed[path]
             ):
                 out.add(path)
         return out
@@ -113,7 +113,7 @@ class InMemorySourceTree:
         if data is None:
             raise FileUnreadable(f"{path}: no such file")
         try:
-            text = data.decode("utf-8")
+            text = self._policy.redact(data).decode("utf-8")
         except UnicodeDecodeError as e:
             raise FileUnreadable(f"{path}: not valid UTF-8 ({e.reason})") from e
         return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -180,7 +180,7 @@ class _Scan:
             ScanEntry(
                 path=rel,
                 size=len(data),
-                content_hash=sha256_hex(data),
+                content_hash=sha256_hex(self.policy.redact(data)),
                 language=language_for_path(rel),
             )
         )

@@ -13,22 +13,28 @@ whose path ends with ``/``. These are choices, not failures.
   any depth), and any directory below the root holding a ``pyvenv.cfg``. They are hard because
   a common whitelist idiom (``*`` then ``!*/``) would otherwise re-include ``node_modules``.
 - By name: lock files (``LOCK_FILE``); minified bundles ``*.min.js``, ``*.min.css`` and
-  ``*.map`` (``MINIFIED``); likely secrets (``SECRET``): ``.env`` and ``.env.*``, keys and
-  keystores (``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.keystore``), ``id_rsa``-style
-  names, ``.netrc``, ``.npmrc``, ``.pypirc``, ``credentials*.json``,
-  ``secrets.{yaml,yml,json,toml}`` and ``.aws/credentials``, but not their public halves and
-  templates (``*.pub``, ``*.example``, ``*.sample``, ``*.template``). Secret names match
-  without regard to case; the others exactly.
+  ``*.map`` (``MINIFIED``); credential files (``SECRET``): environment files, keys and
+  keystores, SSH keys, login and token files (``.netrc``, ``.git-credentials``, ``.pgpass``,
+  ``.docker/config.json``, ``.kube/config``, ...), credentials and secrets data
+  (``credentials*.json``, ``secret.yml``, ``service-account.json``), Terraform state and
+  variables, production Spring profiles, ``shadow`` and ``.htpasswd``; the full list, and
+  what is never one (public halves, templates, code such as ``secrets.py``), is in
+  ``secrets``. Secret names match without regard to case; the others exactly.
 - Ignore rules (``IGNORED``): the configured exclude patterns (gitignore syntax, relative to
   the root), then the ignore files (``ignoring``).
 - By size: a file over ``max_file_bytes`` (``TOO_LARGE``), known before it is read.
 - By content: binaries (a NUL byte in the first ``SNIFF_BYTES``, or a first ``SNIFF_BYTES``
   that is not UTF-8 and is more than 5% control bytes; ``BINARY``); minified bundles by shape
   (``MINIFIED_MIN_BYTES`` or more whose lines average over ``MINIFIED_LINE_BYTES``;
-  ``MINIFIED``); a ``-----BEGIN ... PRIVATE KEY-----`` line in the first ``SNIFF_BYTES``
-  (``SECRET``).
+  ``MINIFIED``); a key under another name: a file that opens with a
+  ``-----BEGIN ... PRIVATE KEY-----`` line (``SECRET``).
 
-With ``allow_secrets``, secrets by name and by content are indexed (and not reported).
+A private key block anywhere else in a kept file is redacted, not skipped (``redact``; how, in
+``secrets``): a test module embedding a key stays searchable, at its line numbers, without the
+key. A file's ``content_hash`` is that of its bytes as redacted, so that turning
+``allow_secrets`` on or off re-indexes exactly the files whose indexed text it changes.
+
+With ``allow_secrets``, secrets by name and by content are indexed whole (and not reported).
 
 What stays with each adapter is its I/O: how it lists directories and reads files (the local
 tree: symlinks, FIFOs, containment), and what it could not read, reported in
@@ -39,7 +45,6 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -47,6 +52,11 @@ from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models import SkipReason
 from codebase_mcp_search.core.policies.ignoring import IgnoreFiles
+from codebase_mcp_search.core.policies.secrets import (
+    opens_with_private_key,
+    redact_private_keys,
+    secret_name,
+)
 from codebase_mcp_search.core.ports.files import IgnoreMatcher, IgnoreRules
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -92,32 +102,9 @@ SNIFF_BYTES = 8192
 MINIFIED_MIN_BYTES = 2048
 MINIFIED_LINE_BYTES = 500
 
-_SECRET_NAME = re.compile(
-    r"\.env(?:\..*)?|.*\.(?:pem|key|p12|pfx|keystore)|id_(?:rsa|ed25519|ecdsa|dsa).*"
-    r"|\.netrc|\.npmrc|\.pypirc|credentials.*\.json|secrets\.(?:ya?ml|json|toml)",
-    re.IGNORECASE,
-)
-# Public halves and templates of secret-looking names (.env.example, id_rsa.pub).
-PUBLIC_SUFFIXES = (".pub", ".example", ".sample", ".template")
-
-# Anchored at a line start so that code which merely mentions the marker in a string literal
-# (a PEM parser, say) is still indexed.
-_PRIVATE_KEY = re.compile(rb"^[ \t]*-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.MULTILINE)
 # C0 controls other than \t \n \v \f \r and ESC (ANSI colours in logs), plus DEL.
 _CONTROL_BYTES = bytes([*range(0x09), *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
 _utf8_decoder = codecs.getincrementaldecoder("utf-8")
-
-
-def secret_name(rel: str) -> bool:
-    """Whether the file at ``rel`` (relative to the root) is named like a secret."""
-    name = rel.rpartition("/")[2]
-    if name.lower().endswith(PUBLIC_SUFFIXES):
-        return False
-    return (
-        _SECRET_NAME.fullmatch(name) is not None
-        or rel == ".aws/credentials"
-        or rel.endswith("/.aws/credentials")
-    )
 
 
 def looks_binary(data: bytes) -> bool:
@@ -145,13 +132,6 @@ def looks_minified(data: bytes) -> bool:
         return False
     # Classic Mac line endings: lines end with CR alone.
     return len(data) > MINIFIED_LINE_BYTES * (data.count(b"\r") + unterminated)
-
-
-def has_private_key(data: bytes) -> bool:
-    """Whether the first ``SNIFF_BYTES`` hold a ``-----BEGIN ... PRIVATE KEY-----`` line."""
-    return data.find(b"-----BEGIN", 0, SNIFF_BYTES) != -1 and bool(
-        _PRIVATE_KEY.search(data, 0, SNIFF_BYTES)
-    )
 
 
 def unlisted(name: str) -> bool:
@@ -254,9 +234,14 @@ class SkipPolicy:
             return SkipReason.BINARY
         if looks_minified(data):
             return SkipReason.MINIFIED
-        if not self.allow_secrets and has_private_key(data):
+        if not self.allow_secrets and opens_with_private_key(data):
             return SkipReason.SECRET
         return None
+
+    def redact(self, data: bytes) -> bytes:
+        """A kept file's bytes as the index holds them (hashed, read): every private key block
+        redacted, unless secrets are allowed."""
+        return data if self.allow_secrets else redact_private_keys(data)
 
     def skip_data(self, data: bytes) -> SkipReason | None:
         """``skip_size`` then ``skip_content``, for a tree that holds the bytes already."""

@@ -17,14 +17,16 @@ class SourceTree(Protocol):
     """Lists and reads the files of a repository on disk.
 
     Contract: ``scan`` returns every indexable file below ``root`` (paths relative, with
-    ``/``), hashed with sha256 over the raw bytes, leaving out what the core's skip policy
-    says (``core.policies``) and recording each file or directory left out, with its reason,
-    in ``skipped``; it raises ``ValidationFailed`` when ``root`` is not an existing directory,
+    ``/``), hashed with sha256 over its bytes as the skip policy's ``redact`` gives them (the
+    raw bytes, but for private key blocks), leaving out what the core's skip policy says
+    (``core.policies``) and recording each file or directory left out, with its reason, in
+    ``skipped``; it raises ``ValidationFailed`` when ``root`` is not an existing directory,
     and reports files it had to skip for a reason the user should see (unreadable) in
-    ``errors``. ``read_text`` decodes one file; it raises ``FileUnreadable`` when the file
-    cannot be read or decoded (``read_texts`` returns it in the file's place). ``changed``
-    never raises for a file: one it cannot read, or one the scan would leave out for its size,
-    counts as changed, and every file ``changed`` reports, ``touched`` reports too.
+    ``errors``. ``read_text`` decodes one file, redacted alike; it raises ``FileUnreadable``
+    when the file cannot be read or decoded (``read_texts`` returns it in the file's place).
+    ``changed`` compares the same hash and never raises for a file: one it cannot read, or one
+    the scan would leave out for its size, counts as changed, and every file ``changed``
+    reports, ``touched`` reports too.
     """
 
     async def scan(self, root: str) -> ScanResult:
