@@ -99,6 +99,8 @@ UNFED = {
     "index_workers",
     "auth_token",
     "allowed_roots",
+    "allowed_hosts",
+    "allowed_origins",
     "job_worker",
     "pg_caches",
 }
