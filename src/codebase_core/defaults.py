@@ -33,6 +33,9 @@ MAX_NOTES: Final = 5000
 MAX_REFERENCES: Final = 10
 MAX_REFERENCE_CHARS: Final = 500
 MAX_BRANCH_CHARS: Final = 255
+# Search filters beside ``directory`` (a path prefix: MAX_PATH_CHARS).
+MAX_FILE_TYPE_CHARS: Final = 32
+MAX_LANGUAGE_CHARS: Final = 64
 DEFAULT_PROJECT: Final = "default"
 # How long a health or status probe waits for the database, and for a server's model list.
 PROBE_TIMEOUT_S: Final = 2.0

@@ -42,18 +42,36 @@ def shorten(value: object, limit: int = 80) -> str:
 
 
 class CoreError(Exception):
-    """Root of every error the domain raises; ``code`` is stable on the wire."""
+    """Root of every error the domain raises; ``code`` is stable on the wire.
+
+    ``message`` is what any client may read. ``private`` is what only the server's operator
+    may: paths of the server's file system, a driver's own text. A remote interface (the MCP
+    server) logs it and says the log has it; a local one (the command line) prints it.
+    """
 
     code: ClassVar[str] = "INTERNAL_ERROR"
 
-    def __init__(self, message: str, *, hint: Hint | None = None, **details: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: Hint | None = None,
+        private: str | None = None,
+        **details: Any,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.private = private
         self.details = details
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+    @property
+    def detailed(self) -> str:
+        """The error with its private detail, for the server's log."""
+        return f"{self} [{self.private}]" if self.private else str(self)
 
 
 class ValidationFailed(CoreError):
@@ -130,7 +148,8 @@ class RepositoryBusy(CoreError):
 
 
 class StoreUnavailable(CoreError):
-    """The database is unreachable, timed out, or failed."""
+    """The database is unreachable, timed out, or failed. Where the server keeps its files
+    (the embedded server's data directory) is ``private``, never in the message."""
 
     code = "DATABASE_ERROR"
 

@@ -43,6 +43,6 @@ async def open_codebase(
 ) -> AsyncIterator[Codebase]:
     """Build the container, start its resources, and yield one project's ``Codebase``."""
     chosen = settings or Settings()
-    project = check_project_id(project_id or chosen.project)
+    project = check_project_id(chosen.project if project_id is None else project_id)
     async with open_workspaces(chosen) as workspaces:
         yield await workspaces.codebase(project)

@@ -44,8 +44,9 @@ class Workspaces:
         self._codebases: dict[str, Codebase] = {}
 
     def project_id(self, requested: str | None) -> str:
-        """The project a request names (the default one when it names none), validated."""
-        return check_project_id(requested or self.default_project)
+        """The project a request names (the default one when it names none), validated: a
+        blank id is refused, not taken as the default."""
+        return check_project_id(self.default_project if requested is None else requested)
 
     async def codebase(self, project_id: str | None = None, *, create: bool = True) -> Codebase:
         """The project's ``Codebase`` (the default project when ``project_id`` is None).

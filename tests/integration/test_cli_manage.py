@@ -146,6 +146,15 @@ def test_task_lifecycle(capsys: pytest.CaptureFixture[str]) -> None:
             "REPOSITORY_NOT_FOUND: ",
         ),
         (["repos", "get", "no-such-repo"], "VALIDATION_ERROR: "),
+        # A blank project is refused (never the default), by what reads and what creates.
+        (["repos", "--project", ""], "VALIDATION_ERROR: --project='': is blank: leave it out"),
+        (["search", "x", "--project", " "], "VALIDATION_ERROR: --project=' ': is blank"),
+        (["tasks", "create", "t", "--project", ""], "VALIDATION_ERROR: --project='': is blank"),
+        (["jobs", "--project", ""], "VALIDATION_ERROR: --project='': is blank"),
+        (["search", "x", "--file-type", "p" * 33], "VALIDATION_ERROR: --file-type="),
+        (["search", "x", "--language", "l" * 65], "VALIDATION_ERROR: --language="),
+        (["search", "x", "--directory", "d" * 4097], "VALIDATION_ERROR: --directory="),
+        (["tasks", "list", "--branch", "b" * 256], "VALIDATION_ERROR: --branch="),
     ],
 )
 def test_bad_input_is_coded_with_exit_code_2(

@@ -125,6 +125,8 @@ async def test_the_server_restarts_its_killed_database(tmp_path: Path) -> None:
         for error in errors:
             assert error.startswith("DATABASE_ERROR"), error
             assert "DATABASE_URL" not in error and "embedded PostgreSQL" in error, error
+            # Where the server keeps its files is for its log, never for a client.
+            assert str(data) not in error and str(tmp_path) not in error, error
         new_pid = postmaster_pid(data)
         assert new_pid is not None and new_pid != pid and alive(new_pid)
 

@@ -89,6 +89,10 @@ async def test_bad_paths_and_projects(tmp_path: Path) -> None:
     with pytest.raises(ValidationFailed, match="project_id"):
         async with open_codebase(Settings(), project_id="no/slashes"):
             pass
+    # A blank id (an unset variable in a script) is refused, not taken as the default.
+    with pytest.raises(ValidationFailed, match="project_id='': is blank"):
+        async with open_codebase(Settings(), project_id=""):
+            pass
     async with open_codebase(Settings()) as cb:
         with pytest.raises(ValidationFailed, match="does not exist"):
             await cb.index(tmp_path / "missing")

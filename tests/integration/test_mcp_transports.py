@@ -177,12 +177,27 @@ async def test_http_health_token_and_tools(http_server: str) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         refused = await http.post(f"{http_server}/mcp", json=_initialize(), headers=headers)
         assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert "error=" not in refused.headers["www-authenticate"]  # none sent: RFC 6750 3.1
+        assert refused.json()["error_description"].startswith("no bearer token was sent")
         wrong = await http.post(
             f"{http_server}/mcp",
             json=_initialize(),
             headers={**headers, "Authorization": "Bearer not-the-token"},
         )
         assert wrong.status_code == 401
+        # What is wrong and how to fix it, never the token (nor the one sent), and no OAuth
+        # advice: there is nothing to register with this server.
+        challenge = wrong.headers["www-authenticate"]
+        assert challenge.startswith('Bearer error="invalid_token", error_description="')
+        described = wrong.json()["error_description"]
+        assert described in challenge
+        assert described.startswith("the bearer token sent is not this server's"), described
+        for said in (refused.json()["error_description"], described):
+            assert "Authorization: Bearer <CODEBASE_MCP_AUTH_TOKEN>" in said, said
+        for shown in (wrong.text, challenge, refused.text):
+            assert "re-register" not in shown and TOKEN not in shown
+            assert "not-the-token" not in shown
 
     async with Client(f"{http_server}/mcp", auth=TOKEN) as client:
         assert len(await client.list_tools()) == 13
@@ -207,6 +222,8 @@ async def test_sse_transport_with_token(http_server: str, tmp_path: Path) -> Non
         http.stream("GET", f"{http_server}/sse") as refused,
     ):
         assert refused.status_code == 401
+        body = json.loads(await refused.aread())
+        assert "Authorization: Bearer <CODEBASE_MCP_AUTH_TOKEN>" in body["error_description"]
     async with Client(f"{http_server}/sse", auth=TOKEN) as client:
         indexed = await client.call_tool("index_repository", {"repo_path": str(root)})
         assert indexed.structured_content is not None

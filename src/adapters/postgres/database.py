@@ -20,6 +20,7 @@ from codebase_mcp_search.adapters.postgres._errors import (
     DRIVER_ERRORS,
     LOST_CONNECTION,
     redact,
+    shown,
     translate,
     translate_embedded,
 )
@@ -108,6 +109,11 @@ class PgDatabase:
         """The server's URL (password removed), or the embedded data directory."""
         return redact(self._url) if self._url else f"embedded:{self._data_dir / 'postgres'}"
 
+    @property
+    def shown(self) -> str:
+        """The server as any client may read it named (no password, no path: ``shown``)."""
+        return "the embedded PostgreSQL" if self._embedded else f"Postgres at {shown(self.url)}"
+
     def error(self, exc: BaseException) -> CoreError:
         if self._embedded:
             lost = translate_embedded(exc, str(self._data_dir / "postgres"))
@@ -118,6 +124,7 @@ class PgDatabase:
             self.url if self._embedded else (self._url or self.url),
             timeout_s=self._statement_timeout,
             pool_size=self._pool_size,
+            embedded=self._embedded,
         )
 
     def _lost(self, exc: BaseException) -> None:
@@ -144,9 +151,10 @@ class PgDatabase:
             await register_vector(conn)
         except ValueError as e:  # pgvector raises ValueError when the type is missing
             raise StoreUnavailable(
-                f"the vector extension is not installed in the database at {self.url}: "
+                f"the vector extension is not installed in the database of {self.shown}: "
                 "install pgvector on that server (CREATE EXTENSION vector needs it), or unset "
-                "DATABASE_URL to use the embedded server"
+                "DATABASE_URL to use the embedded server",
+                private=f"{self.url}: {e}",
             ) from e
 
     async def _bootstrap(self, url: str) -> None:
@@ -159,9 +167,10 @@ class PgDatabase:
                     await conn.execute(GLOBAL_SQL)
                 except (asyncpg.UndefinedFileError, asyncpg.FeatureNotSupportedError) as e:
                     raise StoreUnavailable(
-                        f"the Postgres server at {self.url} has no pgvector extension "
-                        f"({e}): install pgvector there, or unset DATABASE_URL to use the "
-                        "embedded server"
+                        f"{self.shown} has no pgvector extension ({type(e).__name__}): "
+                        "install pgvector there, or unset DATABASE_URL to use the embedded "
+                        "server",
+                        private=f"{self.url}: {e}",
                     ) from e
         finally:
             await conn.close()

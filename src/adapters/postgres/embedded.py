@@ -174,16 +174,20 @@ async def start_embedded(data_dir: Path) -> str:
     try:
         return await asyncio.to_thread(_start, data_dir)
     except Exception as e:  # pgserver raises plain exceptions from initdb/pg_ctl
+        # Where it keeps its data, and pgserver's text (which names it), are the private
+        # detail: a remote client is told what failed, never the server's paths.
+        private = f"data directory {data_dir}: {type(e).__name__}: {e}"
         if before:
             raise StoreUnavailable(
-                f"the embedded PostgreSQL in {data_dir} stopped and is not back yet ({e}); it "
-                "is started again on the next call: retry in a few seconds ('codebase-mcp "
-                "doctor' checks it)"
+                "the embedded PostgreSQL stopped and is not back yet; it is started again on "
+                "the next call: retry in a few seconds ('codebase-mcp doctor' checks it)",
+                private=private,
             ) from e
         raise StoreUnavailable(
-            f"could not start the embedded PostgreSQL in {data_dir}: {e}. Check that the "
-            "directory is writable (CODEBASE_MCP_DATA_DIR), or set DATABASE_URL to a Postgres "
-            "server with pgvector"
+            "could not start the embedded PostgreSQL: check that its data directory "
+            "(CODEBASE_MCP_DATA_DIR) is writable, or set DATABASE_URL to a Postgres server with "
+            "pgvector",
+            private=private,
         ) from e
 
 

@@ -64,6 +64,15 @@ def no_nul(field: str, value: object) -> None:
         raise ValidationFailed(field, value, NUL_RULE)
 
 
+def at_most(field: str, value: object, limit: int) -> None:
+    """``ValidationFailed`` for a string longer than ``limit`` characters (every text a
+    client sends is bounded, so no request carries megabytes into a query)."""
+    if isinstance(value, str) and len(value) > limit:
+        raise ValidationFailed(
+            field, value, f"must be at most {limit} characters, got {len(value)}"
+        )
+
+
 def check_uuid(value: object, field: str, what: str, hint: Hint) -> str:
     """An id that is a UUID (``what`` names its kind, ``hint`` where such ids come from), in any
     case and with surrounding spaces, as its canonical lowercase form."""

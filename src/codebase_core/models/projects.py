@@ -21,6 +21,15 @@ def check_project_id(project_id: str | None) -> str:
     if project_id is None:
         return DEFAULT_PROJECT
     trimmed = project_id.strip() if isinstance(project_id, str) else None
+    if trimmed == "":
+        # Never taken as "the default": an id emptied by a script's unset variable would
+        # otherwise read and write the default project unnoticed.
+        raise ValidationFailed(
+            "project_id",
+            project_id,
+            "is blank: leave it out for the default project, or name one (1-64 ASCII "
+            "letters, digits, '-', '_' or inner spaces)",
+        )
     if trimmed is None or not PROJECT_ID_RE.match(trimmed):
         raise ValidationFailed(
             "project_id",

@@ -11,11 +11,14 @@ from pydantic import Field, field_validator
 
 from codebase_mcp_search.core.defaults import (
     DEFAULT_SEARCH_LIMIT,
+    MAX_FILE_TYPE_CHARS,
+    MAX_LANGUAGE_CHARS,
+    MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
 )
 from codebase_mcp_search.core.errors import Hint, InvalidLimit, ValidationFailed
-from codebase_mcp_search.core.models.base import FrozenModel, check_uuid, no_nul
+from codebase_mcp_search.core.models.base import FrozenModel, at_most, check_uuid, no_nul
 from codebase_mcp_search.core.models.indexing import Chunk, SemanticLayer
 from codebase_mcp_search.core.models.text import (
     file_extension,
@@ -103,6 +106,9 @@ class SearchQuery(FrozenModel):
             if value is not None and not isinstance(value, str):
                 raise ValidationFailed(field, value, "must be a string")
             no_nul(field, value)
+        at_most("file_type", file_type, MAX_FILE_TYPE_CHARS)
+        at_most("directory", directory, MAX_PATH_CHARS)
+        at_most("language", language, MAX_LANGUAGE_CHARS)
         if repository_id:
             repository_id = check_uuid(
                 repository_id, "repository_id", "a repository id", Hint.REPOSITORY_ID

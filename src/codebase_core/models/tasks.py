@@ -28,7 +28,7 @@ from codebase_mcp_search.core.defaults import (
     MAX_TITLE,
 )
 from codebase_mcp_search.core.errors import Hint, InvalidStatus, ValidationFailed, shorten
-from codebase_mcp_search.core.models.base import FrozenModel, Page, no_nul
+from codebase_mcp_search.core.models.base import FrozenModel, Page, at_most, no_nul
 
 
 class TaskStatus(StrEnum):
@@ -326,4 +326,5 @@ class TaskQuery(FrozenModel):
         if branch is not None and not isinstance(branch, str):
             raise ValidationFailed("branch", branch, "must be a string")
         no_nul("branch", branch)
+        at_most("branch", branch, MAX_BRANCH_CHARS)
         return cls(status=parsed, branch=branch, page=page)

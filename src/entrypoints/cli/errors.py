@@ -111,4 +111,6 @@ def error_line(error: CoreError, parser: argparse.ArgumentParser | None = None) 
     remedy = fix(error)
     if remedy:
         text = f"{text}; {remedy}"
+    if error.private:  # this machine's own paths: the user here may read them
+        text = f"{text} ({error.private})"
     return " ".join(text.split("\n"))

@@ -36,7 +36,8 @@ FIXES: dict[Hint, str] = {
     Hint.REPOSITORY_ID: "list_repositories gives the ids",
     Hint.TASK_ID: "create_task and list_tasks give the ids",
     Hint.JOB_ID: "start_indexing_background and list_background_jobs give the ids",
-    Hint.PROJECT: "list_projects shows them (index_repository or create_task creates one)",
+    Hint.PROJECT: "list_projects shows them (index_repository, start_indexing_background or "
+    "create_task creates one)",
     Hint.FOLLOW_JOB: "follow it with get_job_status, or stop it with cancel_job",
     Hint.ADD_VECTORS: "call index_repository for it to add its vectors (no force_reindex "
     "needed); searches rank it lexically meanwhile",
@@ -51,10 +52,21 @@ FIXES: dict[Hint, str] = {
 
 
 def tool_text(error: CoreError) -> str:
-    """A core error as a client reads it: its code, its message, and this interface's fix."""
+    """A core error as a client reads it: its code, its message, and this interface's fix;
+    never its private detail (paths of the server's files), which ``tool_error`` logs."""
     text = str(error)
     remedy = FIXES.get(error.hint) if error.hint is not None else None
-    return f"{text}; {remedy}" if remedy else text
+    if remedy:
+        text = f"{text}; {remedy}"
+    return f"{text} (the server's log has the details)" if error.private else text
+
+
+def tool_error(error: CoreError) -> ToolError:
+    """The tool error a client gets for ``error``; its private detail goes to the log."""
+    if error.private:
+        log.warning("%s", error.detailed)
+    # Expected outcomes (not found, bad input): no traceback in the server log.
+    return ToolError(tool_text(error), log_level=logging.INFO)
 
 
 @contextmanager
@@ -63,8 +75,7 @@ def coded() -> Iterator[None]:
     try:
         yield
     except CoreError as e:
-        # Expected outcomes (not found, bad input): no traceback in the server log.
-        raise ToolError(tool_text(e), log_level=logging.INFO) from None
+        raise tool_error(e) from None
 
 
 def _limit_bounds(schema: dict[str, Any], field: str) -> tuple[Any, Any]:
@@ -176,6 +187,6 @@ class CodedErrors(Middleware):
             if cause is None:  # raised on purpose, already coded
                 raise
             if isinstance(cause, CoreError):
-                raise ToolError(tool_text(cause), log_level=logging.INFO) from None
+                raise tool_error(cause) from None
             # fastmcp logged the traceback already; the client learns nothing of internals.
             raise ToolError(INTERNAL) from None

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -28,6 +29,7 @@ from codebase_mcp_search.entrypoints.mcp.state import AllowedRoots, ServerState
 from codebase_mcp_search.entrypoints.mcp.tools_code import register_code_tools
 from codebase_mcp_search.entrypoints.mcp.tools_jobs import register_job_tools
 from codebase_mcp_search.entrypoints.mcp.tools_tasks import register_task_tools
+from codebase_mcp_search.entrypoints.mcp.unauthorized import ExplainUnauthorized
 from codebase_mcp_search.entrypoints.settings import Settings
 from codebase_mcp_search.entrypoints.worker import running_worker
 
@@ -56,6 +58,10 @@ class BearerToken(TokenVerifier):
         if hmac.compare_digest(token.encode("utf-8"), self._token):
             return AccessToken(token=token, client_id="codebase-mcp-client", scopes=[])
         return None
+
+    def get_middleware(self) -> list[Any]:
+        """fastmcp's, and a refusal that says what is wrong and the fix (``unauthorized``)."""
+        return [*super().get_middleware(), Middleware(ExplainUnauthorized)]
 
 
 def is_loopback(host: str) -> bool:

@@ -168,16 +168,25 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             Field(description="Only this repository (ids from list_repositories)."),
         ] = None,
         file_type: Annotated[
-            str | None, Field(description="Only files with this extension, e.g. 'py'.")
+            str | None,
+            Field(
+                description="Only files with this extension, e.g. 'py'.",
+                max_length=defaults.MAX_FILE_TYPE_CHARS,
+            ),
         ] = None,
         directory: Annotated[
             str | None,
             Field(
-                description="Only files under this path prefix of the repository, e.g. 'src/api'."
+                description="Only files under this path prefix of the repository, e.g. 'src/api'.",
+                max_length=defaults.MAX_PATH_CHARS,
             ),
         ] = None,
         language: Annotated[
-            str | None, Field(description="Only this language, e.g. 'python', 'typescript'.")
+            str | None,
+            Field(
+                description="Only this language, e.g. 'python', 'typescript'.",
+                max_length=defaults.MAX_LANGUAGE_CHARS,
+            ),
         ] = None,
         mode: Annotated[
             Literal["hybrid", "semantic", "lexical"] | None,

@@ -40,7 +40,8 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
             bool, Field(description="Re-chunk every file (cached vectors are kept).", strict=True)
         ] = False,
     ) -> dict[str, Any]:
-        """Start indexing a repository in the background and return at once.
+        """Start indexing a repository in the background and return at once (creating the
+        project if it is new, as index_repository does).
 
         Returns job_id, status ('pending' until a worker takes it, then 'running'), message,
         estimated_duration_seconds (the last run's duration, null for a first index),
@@ -95,7 +96,8 @@ def register_job_tools(mcp: FastMCP[Any]) -> None:
         are kept 7 days."""
         state = state_of(ctx)
         with coded():
-            pid = state.workspaces.project_id(project_id)
+            # As every tool that reads a project: an unknown one is an error, not an empty list.
+            pid = (await state.workspaces.codebase(project_id, create=False)).project_id
             query = JobQuery.build(project_id=pid, status=status, limit=limit, offset=offset)
             page = await state.workspaces.jobs.list(query)
         return {

@@ -161,7 +161,8 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
             ),
         ] = None,
         branch: Annotated[
-            str | None, Field(description="Only tasks linked to this branch.")
+            str | None,
+            Field(description="Only tasks linked to this branch.", max_length=MAX_BRANCH_CHARS),
         ] = None,
         limit: Annotated[
             int, Field(description="Tasks per page.", ge=1, le=MAX_TASK_PAGE, strict=True)

@@ -64,15 +64,15 @@ async def run_layer(
     token: CancellationToken,
     clock: Callable[[], datetime],
 ) -> IndexResult | VectorResult:
-    """Run ``job``'s layer, reporting into ``tracker``; a lexical job's result names the
+    """Run ``job``'s layer, reporting into ``tracker`` (one more run of the job: it counts
+    from zero, the tracker adds what earlier runs did); a lexical job's result names the
     semantic job queued after it (see the module doc)."""
     service = await indexing(job.project_id)
     request = job.request()
+    counts = tracker.next_attempt()
     if job.kind is JobKind.SEMANTIC:
-        return await service.build_vectors(
-            request, progress=tracker, cancel=token, counts=tracker.counts
-        )
-    result = await service.index(request, progress=tracker, cancel=token, counts=tracker.counts)
+        return await service.build_vectors(request, progress=tracker, cancel=token, counts=counts)
+    result = await service.index(request, progress=tracker, cancel=token, counts=counts)
     if result.vectors_missing:
         follow = await queue_vectors(queue, job, clock)
         result = result.model_copy(update={"vectors_job_id": follow})

@@ -83,7 +83,7 @@ class _Held:
     def __init__(self, job: Job) -> None:
         self.job = job
         self.token = CancellationToken()
-        self.tracker = RunProgress(floor=job.progress_percentage)
+        self.tracker = RunProgress.resuming(job)
         self.cancel_asked = asyncio.Event()
         self.lost = False
         self.task: asyncio.Task[None] | None = None
@@ -263,7 +263,9 @@ class JobWorker:
             except BLOCKERS as e:
                 if held.lost:
                     raise JobLeaseLost(f"job {held.job.id} was taken over") from None
-                log.warning("job %s blocked: %s; retrying in %.0f s", held.job.id, e, delay)
+                log.warning(
+                    "job %s blocked: %s; retrying in %.0f s", held.job.id, e.detailed, delay
+                )
                 blocked = await self._block(held, e)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(held.cancel_asked.wait(), delay)
@@ -280,7 +282,7 @@ class JobWorker:
                 held,
                 JobOutcome(
                     status=JobStatus.COMPLETED,
-                    result=result,
+                    result=held.tracker.job_result(result),
                     progress=held.tracker.snapshot().model_copy(
                         update={"percentage": 100, "message": "Completed", "eta_seconds": None}
                     ),
