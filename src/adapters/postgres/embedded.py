@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Final
@@ -102,6 +105,7 @@ def _start(data_dir: Path) -> str:
         # 'stop': the server stops when the last process of ours using it exits; several
         # processes on one data directory share one postmaster (initdb is serialised by a lock).
         _forget_dead_users(data_dir)
+        _end_orphans(data_dir)
         known = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
         server = pgserver.get_server(data_dir, cleanup_mode="stop")
         if server is known:
@@ -141,6 +145,73 @@ def _forget_dead_users(data_dir: Path) -> None:
         alive = [p for p in pids if isinstance(p, int) and _running(p)]
         if alive != pids:
             users.write_text(json.dumps(alive))
+
+
+ORPHANS_WAIT_S: Final = 5.0
+"""How long a restart waits for the killed processes of a dead server to be gone."""
+
+
+def _end_orphans(data_dir: Path) -> None:
+    """Kill what is left of a server whose postmaster died (SIGKILL, a crash): its backends.
+
+    A backend outlives its postmaster until it next waits for something, so one busy with a
+    long statement (an index build, a large scan) runs on for up to the statement timeout,
+    keeps the old shared memory attached, and a new postmaster refuses to start meanwhile
+    ("pre-existing shared memory block is still in use"): jobs and searches would wait for
+    minutes. A postmaster that dies normally ends its backends itself; this does it for one
+    that could not. Done under pgserver's lock, which every start of ours holds, so no new
+    server is starting in the directory meanwhile. Linux only (``/proc``): elsewhere the
+    restart waits for the backends to notice."""
+    pgserver = _import_pgserver()
+    pgdata = data_dir.expanduser().resolve()
+    with pgserver.PostgresServer._lock:
+        postmaster = _postmaster_pid(pgdata)
+        if postmaster is None or not _gone(postmaster):
+            return
+        orphans = _processes_in(pgdata)
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + ORPHANS_WAIT_S
+        while any(not _gone(pid) for pid in orphans) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` no longer runs (a zombie, dead but not yet reaped, is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return not _running(pid)
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def _processes_in(pgdata: Path) -> list[int]:
+    """The PostgreSQL processes working in ``pgdata`` (a server's processes all make it
+    their working directory); none where ``/proc`` does not tell."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if (entry / "comm").read_text().strip() != "postgres":
+                    continue
+                if Path(os.readlink(entry / "cwd")) != pgdata:
+                    continue
+            except OSError:  # ended meanwhile, or not ours to look at
+                continue
+            found.append(int(entry.name))
+    return found
 
 
 def _running(pid: int) -> bool:

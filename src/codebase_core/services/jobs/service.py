@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Protocol
 
-from codebase_mcp_search.core.errors import DuplicateJob, JobFailed
+from codebase_mcp_search.core.errors import DuplicateJob, JobFailed, StoreUnavailable
 from codebase_mcp_search.core.models import (
     MAX_JOB_PAGE,
     IndexRequest,
@@ -32,6 +32,10 @@ ESTIMATE_FROM = 20
 """Completed jobs of a project looked at for a repository's last duration."""
 POLL_S = 0.25
 """How often ``run`` reads the job it waits for."""
+OUTAGE_S = 30.0
+"""How long ``run`` keeps following a job while the database does not answer (the job's
+worker waits for it too, and an embedded server is back within seconds) before it gives up
+with the database's error."""
 
 JobWatcher = Callable[[Job], Awaitable[None] | None]
 """Hears each reading of a job that ``run`` follows."""
@@ -49,11 +53,16 @@ class JobService:
     """Background indexing jobs over a ``JobQueue`` (workers run them; see ``JobWorker``)."""
 
     def __init__(
-        self, queue: JobQueue, clock: Callable[[], datetime] = utcnow, poll_s: float = POLL_S
+        self,
+        queue: JobQueue,
+        clock: Callable[[], datetime] = utcnow,
+        poll_s: float = POLL_S,
+        outage_s: float = OUTAGE_S,
     ) -> None:
         self._queue = queue
         self._clock = clock
         self._poll_s = poll_s
+        self._outage_s = outage_s
         self._local: list[LocalWorker] = []
 
     @property
@@ -88,7 +97,8 @@ class JobService:
         ``request`` (or join the one already active for its repository; a forced request waits
         for that one, then submits its own), then follow it to its end, calling ``watch`` with
         each reading. Its result names the semantic job building the vectors, if one was
-        queued. A job that does not complete raises ``JobFailed`` with its error's code."""
+        queued. A job that does not complete raises ``JobFailed`` with its error's code; a database
+        away for longer than ``outage_s`` meanwhile, its ``StoreUnavailable``."""
         while True:
             try:
                 job = await self.start(project_id, request)
@@ -115,8 +125,22 @@ class JobService:
                     await outcome
             if job.status.terminal:
                 return job
+            job = await self._next_reading(job.id)
+
+    async def _next_reading(self, job_id: str) -> Job:
+        """The job, read again after ``poll_s``; through a database outage of up to
+        ``outage_s`` (then its ``StoreUnavailable``)."""
+        loop = asyncio.get_running_loop()
+        away_since: float | None = None
+        while True:
             await asyncio.sleep(self._poll_s)
-            job = await self._queue.get(job.id)
+            try:
+                return await self._queue.get(job_id)
+            except StoreUnavailable:
+                now = loop.time()
+                away_since = now if away_since is None else away_since
+                if now - away_since >= self._outage_s:
+                    raise
 
     async def estimate_seconds(self, project_id: str, repo_path: str) -> float | None:
         """How long the last completed lexical job of this repository took (None: never

@@ -61,6 +61,9 @@ class WorkerConfig:
     retry_s: float = 1.0
     retry_max_s: float = 30.0
     """Backoff of a blocked job's retries: doubling from ``retry_s`` up to this."""
+    reconnect_max_s: float = 5.0
+    """While the database is away, how far apart (at most) a worker tries to record the
+    job's state again: it notices the database is back this soon after."""
     cancel_grace_s: float = 0.5
     """After a cancellation the run stops at its next batch; past this it is interrupted
     (safe too: each file is written in one transaction, and writes under way complete)."""
@@ -197,6 +200,13 @@ class JobWorker:
                 return
             if job is None:
                 return
+            mine = self._held.get(job.id)
+            if mine is not None:
+                # Its lease lapsed while the database was away and this worker took it over
+                # from itself: the run under way goes on (the claim renewed the lease, and
+                # made it ``running``).
+                mine.job = job
+                continue
             log.info(
                 "job %s: %s layer of %s (attempt %d)",
                 job.id,
@@ -239,26 +249,29 @@ class JobWorker:
             except CoreError as e:  # the database is away: the lease may lapse meanwhile
                 log.debug("job %s: renewing its lease failed: %s", held.job.id, e)
                 continue
+            except Exception:  # a heartbeat that died would leave the job to be taken over
+                log.exception("job %s: renewing its lease failed unexpectedly", held.job.id)
+                continue
             if job.cancel_requested and not held.cancel_asked.is_set():
                 held.token.cancel()
                 held.cancel_asked.set()
 
     async def _work(self, held: _Held) -> None:
         delay = self.config.retry_s
-        blocked = False
         while True:
             if held.cancel_asked.is_set():
-                await self._end(held, JobStatus.CANCELLED, blocked=blocked)
+                await self._end(held, JobStatus.CANCELLED)
                 return
-            if blocked:
+            # ``held.job``: the job as last recorded (by this worker, or by its claim of the
+            # job back from itself, see ``_fill``).
+            if held.job.status is JobStatus.BLOCKED:
                 await self._finish(held, JobOutcome(status=JobStatus.RUNNING))
-                blocked = False
             try:
                 result = await self._attempt(held)
             except Cancelled:
                 if held.lost:
                     raise JobLeaseLost(f"job {held.job.id} was taken over") from None
-                await self._end(held, JobStatus.CANCELLED, blocked=False)
+                await self._end(held, JobStatus.CANCELLED)
                 return
             except BLOCKERS as e:
                 if held.lost:
@@ -266,7 +279,9 @@ class JobWorker:
                 log.warning(
                     "job %s blocked: %s; retrying in %.0f s", held.job.id, e.detailed, delay
                 )
-                blocked = await self._block(held, e)
+                await self._block(held, e)
+                if held.cancel_asked.is_set():
+                    continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(held.cancel_asked.wait(), delay)
                 delay = min(delay * 2, self.config.retry_max_s)
@@ -328,38 +343,47 @@ class JobWorker:
         if queued is not None:
             self.wake()
 
-    async def _block(self, held: _Held, error: CoreError) -> bool:
-        """Record the job as blocked (best effort: the database may be what is away)."""
-        try:
-            await self._queue.finish(
-                held.job.id,
-                self.worker_id,
-                JobOutcome(
-                    status=JobStatus.BLOCKED,
-                    error_message=error.message,
-                    error_type=error.code,
-                    progress=held.tracker.snapshot().model_copy(
-                        update={"message": f"Blocked: {error.message}", "eta_seconds": None}
-                    ),
-                ),
-            )
-        except JobLeaseLost:
-            raise
-        except CoreError:
-            return False
-        return True
+    async def _block(self, held: _Held, error: CoreError) -> None:
+        """Record the job as blocked (not if a cancellation comes first).
+
+        The database is often what is away: then it is tried again (``reconnect_max_s``
+        apart at most, each try starting the embedded server again if it died) until it
+        lands, and only then is the run retried. A job left ``running`` meanwhile would read
+        as stalled, and a run retried blind would only fail again."""
+        outcome = JobOutcome(
+            status=JobStatus.BLOCKED,
+            error_message=error.message,
+            error_type=error.code,
+            progress=held.tracker.snapshot().model_copy(
+                update={"message": f"Blocked: {error.message}", "eta_seconds": None}
+            ),
+        )
+        wait = self.config.retry_s
+        while not held.cancel_asked.is_set():
+            try:
+                held.job = await self._queue.finish(held.job.id, self.worker_id, outcome)
+                return
+            except StoreUnavailable as e:
+                log.debug("job %s: recording it blocked failed: %s", held.job.id, e)
+            except JobLeaseLost:
+                raise
+            except CoreError as e:  # not the database being away: retrying will not help
+                log.warning("job %s: recording it blocked failed: %s", held.job.id, e)
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(held.cancel_asked.wait(), wait)
+            wait = min(wait * 2, self.config.reconnect_max_s)
 
     async def _end(
         self,
         held: _Held,
         status: JobStatus,
         *,
-        blocked: bool = False,
         error: CoreError | None = None,
     ) -> None:
         snapshot = held.tracker.snapshot()
         message = "Cancelled" if status is JobStatus.CANCELLED else f"Failed: {error}"
-        steps = steps_to(JobStatus.BLOCKED if blocked else JobStatus.RUNNING, status)
+        steps = steps_to(held.job.status, status)
         for step in steps:
             await self._finish(
                 held,
@@ -382,4 +406,4 @@ class JobWorker:
             except StoreUnavailable as e:
                 log.warning("job %s: recording %s failed: %s", held.job.id, outcome.status, e)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, self.config.retry_max_s)
+                delay = min(delay * 2, self.config.reconnect_max_s)
