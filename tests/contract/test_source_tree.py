@@ -14,7 +14,7 @@ import pytest
 
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree, PathspecIgnoreRules
 from codebase_mcp_search.adapters.memory import InMemorySourceTree
-from codebase_mcp_search.core.errors import FileUnreadable
+from codebase_mcp_search.core.errors import Cancelled, FileUnreadable
 from codebase_mcp_search.core.models import SkipReason, sha256_hex, utcnow
 from codebase_mcp_search.core.ports import SourceTree
 
@@ -382,3 +382,27 @@ async def test_a_file_the_scan_would_leave_out_for_its_size_is_changed(tree: Tre
     indexed = await _indexed(tree)
     tree.configure(max_file_bytes=4)
     assert await tree.source.changed(tree.root, indexed, None) == {"a.py"}
+
+
+async def test_a_scan_asks_between_entries_and_stops_once_cancelled(tree: Tree) -> None:
+    for i in range(30):
+        tree.files.write(f"pkg{i % 3}/mod_{i}.py", f"x = {i}\n")
+    asked = 0
+
+    def never() -> bool:
+        nonlocal asked
+        asked += 1
+        return False
+
+    assert len((await tree.source.scan(tree.root, never)).files) == 30
+    assert asked >= 30  # at least once per file: a long walk stops soon after it is asked
+    asked = 0
+
+    def after_ten() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 10
+
+    with pytest.raises(Cancelled):
+        await tree.source.scan(tree.root, after_ten)
+    assert asked == 11  # it stopped at the first answer that said so

@@ -132,10 +132,10 @@ class _ScanFirstTree(InMemorySourceTree):
         self.scanning = asyncio.Event()
         self.scans = 0
 
-    async def scan(self, root):  # type: ignore[no-untyped-def]
+    async def scan(self, root, cancelled=None):  # type: ignore[no-untyped-def]
         self.scans += 1
         self.scanning.set()
-        return await super().scan(root)
+        return await super().scan(root, cancelled)
 
 
 class _SlowLockStore(InMemoryChunkStore):

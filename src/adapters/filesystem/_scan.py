@@ -1,5 +1,6 @@
 """One walk of one root: directories listed, ignore files read, symlinks resolved, files read
-and hashed. What to leave out, and why, is the core's ``SkipPolicy``; this is the I/O."""
+and hashed. What to leave out, and why, is the core's ``SkipPolicy``; this is the I/O. The walk
+asks ``stopped`` before each entry and raises ``Cancelled`` when it says so (``_stopping``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 from operator import attrgetter
 
 from codebase_mcp_search.adapters.filesystem._reading import inside, read_checked, reason
+from codebase_mcp_search.adapters.filesystem._stopping import Stopped, check, never
 from codebase_mcp_search.core.languages import language_for_path
 from codebase_mcp_search.core.models import (
     FileError,
@@ -35,10 +37,13 @@ class Scan:
     Every reason is known from what the walk reads anyway (names, the ignore files, the one
     ``fstat`` and read of each file): recording it costs no extra system call."""
 
-    def __init__(self, root: str, policy: SkipPolicy, rules: IgnoreRules) -> None:
+    def __init__(
+        self, root: str, policy: SkipPolicy, rules: IgnoreRules, stopped: Stopped = never
+    ) -> None:
         self.root = root
         self.policy = policy
         self.rules = rules
+        self.stopped = stopped
         self.files: list[ScanEntry] = []
         self.errors: list[FileError] = []
         self.skipped: list[SkippedFile] = []
@@ -49,6 +54,7 @@ class Scan:
             exclude = self._load(os.path.join(self.root, *GIT_EXCLUDE.split("/")), GIT_EXCLUDE)
         stack = [(self.root, "", IgnoreFiles(exclude=exclude))]
         while stack:
+            check(self.stopped)
             self._scan_dir(*stack.pop(), stack)
         self.files.sort(key=attrgetter("path"))
         self.errors.sort(key=attrgetter("path"))
@@ -78,6 +84,7 @@ class Scan:
         )
 
         for name, entry in entries.items():
+            check(self.stopped)
             if unlisted(name):
                 continue
             rel = prefix + name

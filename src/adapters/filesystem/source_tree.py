@@ -15,9 +15,12 @@ the ignore files' precedence in ``core.policies.ignoring``), matched by pathspec
   listed, an unreadable ignore file) are reported in ``ScanResult.errors`` and the scan goes
   on. FIFOs and other special files are neither read nor reported.
 
+Work on many files runs in a thread that stops, before its next file, once its call is
+cancelled (``_stopping``): a cancelled job's walk of a large tree reads no further.
+
 Where each part lives: ``_scan`` (the walk), ``_reading`` (safe reading, containment),
-``_mounts`` (which roots ``touched`` may stat on the event loop), ``ignore_rules`` (pathspec);
-this module holds the ``SourceTree`` port's methods.
+``_mounts`` (which roots ``touched`` may stat on the event loop), ``_stopping`` (threads that
+stop), ``ignore_rules`` (pathspec); this module holds the ``SourceTree`` port's methods.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
 from codebase_mcp_search.adapters.filesystem._mounts import is_local
@@ -36,6 +39,7 @@ from codebase_mcp_search.adapters.filesystem._reading import (
     resolve_root,
 )
 from codebase_mcp_search.adapters.filesystem._scan import Scan
+from codebase_mcp_search.adapters.filesystem._stopping import Stopped, check, in_thread, never
 from codebase_mcp_search.adapters.filesystem.ignore_rules import PathspecIgnoreRules
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
@@ -75,10 +79,10 @@ class LocalSourceTree:
         # life: a mount that appears over an indexed repository later is not seen.
         self._local: dict[str, bool] = {}
 
-    async def scan(self, root: str) -> ScanResult:
+    async def scan(self, root: str, cancelled: Callable[[], bool] | None = None) -> ScanResult:
         """Every indexable file below ``root``, hashed, sorted by path; what it leaves out, and
-        why, sorted too (see the module doc)."""
-        return await asyncio.to_thread(self._scan, root)
+        why, sorted too (see the module doc). ``Cancelled`` once ``cancelled()`` is True."""
+        return await in_thread(self._scan, root, cancelled=cancelled)
 
     async def read_text(self, root: str, path: str) -> str:
         """The UTF-8 text of ``root``/``path`` without a BOM, with LF line endings, private
@@ -93,12 +97,15 @@ class LocalSourceTree:
     async def read_texts(self, root: str, paths: Sequence[str]) -> list[str | FileUnreadable]:
         """``read_text`` of each path in one thread, the root resolved once; a file's
         ``FileUnreadable`` takes its place."""
-        return await asyncio.to_thread(self._read_texts, root, list(paths))
+        return await in_thread(self._read_texts, root, list(paths))
 
-    def _read_texts(self, root: str, paths: list[str]) -> list[str | FileUnreadable]:
+    def _read_texts(
+        self, root: str, paths: list[str], stopped: Stopped
+    ) -> list[str | FileUnreadable]:
         base = resolve_root(root)
         out: list[str | FileUnreadable] = []
         for path in paths:
+            check(stopped)
             try:
                 out.append(self._read_text(base, path))
             except FileUnreadable as e:
@@ -112,20 +119,22 @@ class LocalSourceTree:
         if local is None:
             local = self._local[root] = await asyncio.to_thread(is_local, root)
         if local and len(paths) <= INLINE_STATS:
-            return self._touched(root, paths, since)
-        return await asyncio.to_thread(self._touched, root, paths, since)
+            return self._touched(root, paths, since, never)
+        return await in_thread(self._touched, root, paths, since)
 
     async def changed(
         self, root: str, indexed: Mapping[str, str], since: datetime | None
     ) -> set[str]:
         """Files of ``indexed`` gone or different now; see ``SourceTree.changed``."""
-        return await asyncio.to_thread(self._changed, root, dict(indexed), since)
+        return await in_thread(self._changed, root, dict(indexed), since)
 
-    def _touched(self, root: str, paths: Collection[str], since: datetime | None) -> set[str]:
-        return set(self._touched_stats(root, paths, since))
+    def _touched(
+        self, root: str, paths: Collection[str], since: datetime | None, stopped: Stopped
+    ) -> set[str]:
+        return set(self._touched_stats(root, paths, since, stopped))
 
     def _touched_stats(
-        self, root: str, paths: Collection[str], since: datetime | None
+        self, root: str, paths: Collection[str], since: datetime | None, stopped: Stopped
     ) -> dict[str, os.stat_result | None]:
         """The files of ``paths`` gone (None) or modified after ``since``, with their stat."""
         # The root as given, not resolved (a walk of its every component, on each search): a
@@ -137,6 +146,7 @@ class LocalSourceTree:
         cutoff = since.timestamp() - MTIME_SLACK_S if since is not None else None
         out: dict[str, os.stat_result | None] = {}
         for rel in paths:
+            check(stopped)
             path = os.path.join(root, rel)
             try:
                 # Both the link and what it leads to: swapping a file for a link to an older
@@ -150,13 +160,16 @@ class LocalSourceTree:
                 out[rel] = st
         return out
 
-    def _changed(self, root: str, indexed: dict[str, str], since: datetime | None) -> set[str]:
+    def _changed(
+        self, root: str, indexed: dict[str, str], since: datetime | None, stopped: Stopped
+    ) -> set[str]:
         try:
             base = resolve_root(root)
         except ValidationFailed:
             return set(indexed)
         out: set[str] = set()
-        for rel, st in self._touched_stats(root, indexed, since).items():
+        for rel, st in self._touched_stats(root, indexed, since, stopped).items():
+            check(stopped)
             path = os.path.join(base, rel)
             try:
                 # What the scan would not index counts as changed, without reading it.
@@ -178,8 +191,8 @@ class LocalSourceTree:
                 out.add(rel)
         return out
 
-    def _scan(self, root: str) -> ScanResult:
-        return Scan(resolve_root(root), self._policy, self._rules).run()
+    def _scan(self, root: str, stopped: Stopped) -> ScanResult:
+        return Scan(resolve_root(root), self._policy, self._rules, stopped).run()
 
     def _read_text(self, base: str, path: str) -> str:
         """``read_text`` below the resolved root ``base``."""

@@ -6,17 +6,18 @@ the ignore files in its dict (``.ignore``, ``.gitignore``, ``.git/info/exclude``
 ``IgnoreRules`` to match them with. Without one (the default: gitignore syntax is a library's,
 which this adapter may not import) ignore files are plain files, and ``extra_excludes`` cannot
 be given. Directories are implied by the paths (relative, ``/``-separated); a tree holds no
-symlinks and nothing unreadable, so a scan's ``errors`` can only be invalid ignore files.
+symlinks and nothing unreadable, so a scan's ``errors`` can only be invalid ignore files. A scan
+runs on the event loop, without a pause: cancelling its task cannot leave work behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 
 from codebase_mcp_search.core import defaults
-from codebase_mcp_search.core.errors import FileUnreadable, ValidationFailed
+from codebase_mcp_search.core.errors import Cancelled, FileUnreadable, ValidationFailed
 from codebase_mcp_search.core.languages import language_for_path
 from codebase_mcp_search.core.models import (
     FileError,
@@ -100,13 +101,14 @@ class InMemorySourceTree:
                 out.add(path)
         return out
 
-    async def scan(self, root: str) -> ScanResult:
+    async def scan(self, root: str, cancelled: Callable[[], bool] | None = None) -> ScanResult:
         """Every file the skip policy keeps, hashed, sorted by path; what it leaves out, and
-        why, as ``LocalSourceTree`` reports it for the same files on disk."""
+        why, as ``LocalSourceTree`` reports it for the same files on disk. ``Cancelled`` once
+        ``cancelled()`` is True (asked before each directory and file, as on disk)."""
         files = self._trees.get(root)
         if files is None:
             raise ValidationFailed("repo_path", root, "must be an existing directory")
-        return _Scan(files, self._policy, self._rules).run()
+        return _Scan(files, self._policy, self._rules, cancelled or _never).run()
 
     async def read_text(self, root: str, path: str) -> str:
         data = self._trees.get(root, {}).get(path)
@@ -132,9 +134,14 @@ class _Scan:
     """One walk of one tree's implied directories, in the local tree's order of checks."""
 
     def __init__(
-        self, files: Mapping[str, bytes], policy: SkipPolicy, rules: IgnoreRules | None
+        self,
+        files: Mapping[str, bytes],
+        policy: SkipPolicy,
+        rules: IgnoreRules | None,
+        cancelled: Callable[[], bool],
     ) -> None:
         self.files, self.policy, self.rules = files, policy, rules
+        self.cancelled = cancelled
         self.entries: list[ScanEntry] = []
         self.errors: list[FileError] = []
         self.skipped: list[SkippedFile] = []
@@ -144,6 +151,7 @@ class _Scan:
         # The exclude file lies in a .git directory, so there is one.
         stack = [("", IgnoreFiles(exclude=self._load(GIT_EXCLUDE)))]
         while stack:
+            self._check()
             directory, ignores = stack.pop()
             names, subdirectories = listing[directory]
             why = self.policy.skip_contents(directory, [*names, *subdirectories])
@@ -163,12 +171,17 @@ class _Scan:
                 else:
                     self.skipped.append(SkippedFile(path=rel, reason=why))
             for name in names:
+                self._check()
                 if not unlisted(name):
                     self._add_file(directory + name, ignores)
         self.entries.sort(key=attrgetter("path"))
         self.errors.sort(key=attrgetter("path"))
         self.skipped.sort(key=attrgetter("path"))
         return ScanResult(files=self.entries, errors=self.errors, skipped=self.skipped)
+
+    def _check(self) -> None:
+        if self.cancelled():
+            raise Cancelled("reading the repository's files was cancelled")
 
     def _add_file(self, rel: str, ignores: IgnoreFiles) -> None:
         data = self.files[rel]
@@ -191,6 +204,10 @@ class _Scan:
         if data is None or self.rules is None:
             return None
         return compile_ignore_file(self.rules, rel, data, self.errors)
+
+
+def _never() -> bool:
+    return False
 
 
 def _directories(files: Collection[str]) -> dict[str, tuple[list[str], set[str]]]:

@@ -9,12 +9,17 @@ not forked: a forked copy of a process running an event loop, threads and databa
 connections is not safe. A spawned process would first import the parent's ``__main__`` (the
 CLI, a bench script, pytest: the whole application and its server stack) for a job that needs
 none of it, so a blank module stands in for ``__main__`` while each process is launched.
+
+A worker ends within a second of its parent, however the parent ends (``parent``): a SIGKILLed
+server or worker otherwise left its workers, and multiprocessing's resource tracker (whose pipe
+they hold), adopted by init.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing.context
+import os
 import sys
 import threading
 import types
@@ -23,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from codebase_mcp_search.adapters.workers.parent import exit_with_parent
 from codebase_mcp_search.adapters.workers.threads import ThreadChunkingPool, ThreadChunkingRun
 from codebase_mcp_search.core.chunking import chunk_files
 from codebase_mcp_search.core.models import PreparedFile, ScanEntry
@@ -67,9 +73,10 @@ class ProcessChunkingRun:
 _worker_parts: tuple[Chunker, TokenCounter] | None = None
 
 
-def _init_worker(chunker: Chunker, tokens: TokenCounter) -> None:
+def _init_worker(chunker: Chunker, tokens: TokenCounter, parent: int) -> None:
     global _worker_parts
     _worker_parts = (chunker, tokens)
+    exit_with_parent(parent)
 
 
 def _chunk_in_worker(repo_id: str, texts: Sequence[tuple[ScanEntry, str]]) -> list[PreparedFile]:
@@ -108,7 +115,7 @@ def _process_pool(workers: int, chunker: Chunker, tokens: TokenCounter) -> Proce
         max_workers=workers,
         mp_context=_WorkerContext(),
         initializer=_init_worker,
-        initargs=(chunker, tokens),
+        initargs=(chunker, tokens, os.getpid()),
     )
     # The pool starts a process per submit while it has no idle one: start them all now, so
     # their imports overlap the reading of the first batches.

@@ -4,7 +4,7 @@ does not import)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -27,10 +27,15 @@ class SourceTree(Protocol):
     ``changed`` compares the same hash and never raises for a file: one it cannot read, or one
     the scan would leave out for its size, counts as changed, and every file ``changed``
     reports, ``touched`` reports too.
+
+    Cancellation: ``scan`` asks ``cancelled`` (when given) between entries, and once it answers
+    True raises ``Cancelled`` without reading another file. Cancelling the task that awaits a
+    method stops its work alike: once the cancelled call has returned, nothing it started
+    reads another file (a walk of a whole disk must not outlive the job that asked for it).
     """
 
-    async def scan(self, root: str) -> ScanResult:
-        """All indexable files below ``root``."""
+    async def scan(self, root: str, cancelled: Callable[[], bool] | None = None) -> ScanResult:
+        """All indexable files below ``root``; ``Cancelled`` once ``cancelled()`` is True."""
         ...
 
     async def read_text(self, root: str, path: str) -> str:

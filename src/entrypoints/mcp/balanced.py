@@ -12,13 +12,15 @@ The supervisor first makes sure nothing else listens on the port (sockets bound 
 ``SO_REUSEPORT`` would share it with another server without a word). It replaces a process
 that dies, after closing the socket it served (connections waiting on it would never be
 accepted), takes signals as uvicorn's does, and stops the group when a process fails to
-start.
+start. A process whose supervisor is gone (SIGKILLed: it could not stop the group) stops by
+itself (``exit_with_parent``), rather than serve on, unseen, a port a new server cannot take.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 import socket
 import sys
@@ -30,12 +32,16 @@ import uvicorn
 from uvicorn._subprocess import get_subprocess
 from uvicorn.config import STARTUP_FAILURE
 
+from codebase_mcp_search.adapters.workers.parent import exit_with_parent
 from codebase_mcp_search.core.errors import ValidationFailed
 
 log = logging.getLogger("codebase_mcp")
 
 # How often the supervisor looks for a process that died.
 WATCH_S = 0.5
+# A server process left without its supervisor stops as at SIGTERM (its jobs handed back), or
+# is ended this long after.
+ORPHAN_GRACE_S = 3.0
 
 
 def balances() -> bool:
@@ -81,8 +87,16 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
-def _serve_one(config: uvicorn.Config, sockets: list[socket.socket]) -> None:
-    """One server process (in the child): uvicorn on the socket it was given."""
+def _stop_orphan() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(ORPHAN_GRACE_S)
+    os._exit(1)
+
+
+def _serve_one(config: uvicorn.Config, supervisor: int, sockets: list[socket.socket]) -> None:
+    """One server process (in the child): uvicorn on the socket it was given, while the
+    ``supervisor`` process runs."""
+    exit_with_parent(supervisor, _stop_orphan)
     uvicorn.Server(config).run(sockets=sockets)
 
 
@@ -108,7 +122,7 @@ class BalancedGroup:
     def _start(self) -> _Worker:
         sock = listening_socket(self._config.host, self._port, self._config.backlog)
         try:
-            target = functools.partial(_serve_one, self._config)
+            target = functools.partial(_serve_one, self._config, os.getpid())
             process = get_subprocess(self._config, target, [sock])
             process.start()
         except BaseException:

@@ -136,7 +136,8 @@ class IndexingService:
         # The scan needs no database: it runs while the lock is taken, which may first start
         # the embedded server. So does chunking of the first files scanned, in a thread.
         began = utcnow()
-        scan = asyncio.ensure_future(self._source.scan(root))
+        token = cancel or CancellationToken()
+        scan = asyncio.ensure_future(self._scan(root, token))
         threads = self._pool.start(1, self._chunker, self._tokens)
         early = SpeculativeChunking(
             lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
@@ -147,7 +148,7 @@ class IndexingService:
             request=request,
             repo_id=repo_id,
             progress=progress,
-            token=cancel or CancellationToken(),
+            token=token,
             started=started,
             began=began,
             scan=scan,
@@ -167,15 +168,20 @@ class IndexingService:
                     # and scan again once it is done.
                     await report(progress, "waiting", 0, 1)
                     await stack.enter_async_context(self._store.indexing_lock(repo_id, wait=True))
-                    _discard(run.scan)
+                    await _discard(run.scan)
                     run.began = utcnow()
-                    run.scan = asyncio.ensure_future(self._source.scan(root))
+                    run.scan = asyncio.ensure_future(self._scan(root, token))
                 return await self._index_locked(run)
         finally:
             await early.close()
             await threads.close()
-            _discard(run.scan)
+            await _discard(run.scan)
         raise AssertionError("unreachable")  # pragma: no cover (mypy: AsyncExitStack may swallow)
+
+    async def _scan(self, root: str, token: CancellationToken) -> ScanResult:
+        """The scan of ``root``, which stops (``Cancelled``) as soon as ``token`` is set: on a
+        large tree it is the longest step without a batch to stop between."""
+        return await self._source.scan(root, lambda: token.cancelled)
 
     async def _index_locked(self, run: IndexRun) -> IndexResult:
         progress = run.progress
@@ -348,9 +354,11 @@ class IndexingService:
             )
 
 
-def _discard(work: asyncio.Future[ScanResult]) -> None:
-    """Drop work no longer wanted: cancelled if still running, its failure marked as seen."""
+async def _discard(work: asyncio.Future[ScanResult]) -> None:
+    """Drop work no longer wanted: cancelled if still running and waited for (a run ends only
+    once its scan has stopped reading), its failure marked as seen."""
     if not work.done():
         work.cancel()
-    elif not work.cancelled():
+        await asyncio.wait([work])
+    if not work.cancelled():
         work.exception()
