@@ -88,3 +88,9 @@ def language_for_path(path: str) -> str | None:
         return None
     ext = name.rsplit(".", 1)[-1].lower()
     return CODE_EXTENSIONS.get(ext) or TEXT_EXTENSIONS.get(ext)
+
+
+KNOWN_LANGUAGES = frozenset(
+    [*CODE_EXTENSIONS.values(), *TEXT_EXTENSIONS.values(), *FILENAMES.values()]
+)
+"""Every language a chunk may carry: a language filter naming another matches nothing."""

@@ -190,32 +190,35 @@ def job_summary_payload(job: Job) -> dict[str, Any]:
     }
 
 
+MCP_FOLLOW = "follow it with get_job_status, stop it with cancel_job"
+MCP_CANCELLED_SHOWN = "get_job_status shows 'cancelled' once it has"
+
+
 def job_started_payload(
-    job: Job, estimate: float | None, database_name: str | None
+    job: Job, estimate: float | None, database_name: str | None, follow: str = MCP_FOLLOW
 ) -> dict[str, Any]:
-    """What ``start_indexing_background`` answers."""
+    """What ``start_indexing_background`` answers (``follow``: how to follow and stop the
+    job, in the interface's words)."""
     return {
         "job_id": job.id,
         "status": job.status.value,
         "message": f"Indexing of {job.repo_path} queued as job {job.id}: its files are "
-        "searchable as it writes them, then a semantic job builds their vectors; follow it "
-        "with get_job_status, stop it with cancel_job",
+        f"searchable as it writes them, then a semantic job builds their vectors; {follow}",
         "estimated_duration_seconds": estimate,
         "project_id": job.project_id,
         "database_name": database_name,
     }
 
 
-def job_cancel_payload(job: Job) -> dict[str, Any]:
+def job_cancel_payload(job: Job, shown: str = MCP_CANCELLED_SHOWN) -> dict[str, Any]:
     """What ``cancel_job`` answers: ``cancelled`` when it ended at once, else ``cancelling``
-    (its worker stops at the next batch; files written so far stay consistent)."""
+    (its worker stops at the next batch; files written so far stay consistent). ``shown``:
+    where the interface shows the job's end, in its words."""
     ended = job.status is JobStatus.CANCELLED
     return {
         "job_id": job.id,
         "status": "cancelled" if ended else "cancelling",
-        "message": f"Job {job.id} cancelled"
-        if ended
-        else f"Job {job.id} is stopping: get_job_status shows 'cancelled' once it has",
+        "message": f"Job {job.id} cancelled" if ended else f"Job {job.id} is stopping: {shown}",
         "files_indexed": job.files_indexed,
         "chunks_created": job.chunks_created,
         "cancelled_at": _when(job.cancelled_at),

@@ -101,6 +101,10 @@ async def test_identical_code_collapses_into_one_hit_with_other_locations() -> N
         ({"language": "typescript"}, {"web/app.ts"}),
         ({"directory": "pkg/text/"}, {"pkg/text/slug.py"}),
         ({"directory": "./vendor"}, {"vendor/copy/slug.py"}),
+        # An absolute directory inside the repository's root is that folder of it.
+        ({"directory": f"{ROOT}/pkg/text"}, {"pkg/text/slug.py"}),
+        ({"directory": f"{ROOT}/vendor/"}, {"vendor/copy/slug.py"}),
+        ({"directory": ROOT, "file_type": "ts"}, {"web/app.ts"}),
     ],
 )
 async def test_filters(kwargs: dict[str, str], paths: set[str]) -> None:
@@ -238,6 +242,13 @@ async def test_overlapping_chunks_of_one_file_are_not_both_returned() -> None:
         ({"text": "ok", "limit": 51}, InvalidLimit, "got 51"),
         ({"text": "ok", "mode": "fuzzy"}, ValidationFailed, "mode"),
         ({"text": "ok", "directory": "../etc"}, ValidationFailed, "directory"),
+        ({"text": "ok", "directory": "/repo/../etc"}, ValidationFailed, "directory"),
+        # No chunk carries an unknown language: refused, naming the known ones.
+        (
+            {"text": "ok", "language": "klingon"},
+            ValidationFailed,
+            r"language='klingon': unknown language; known: .*python, r, rst, ruby",
+        ),
     ],
 )
 def test_query_validation(kwargs: dict, error: type[Exception], text: str) -> None:  # type: ignore[type-arg]
@@ -303,3 +314,44 @@ async def test_the_stale_check_reads_hashes_only_of_files_touched_since_the_inde
     again = await service.search(query)
     assert store.hashes_read == [["pkg/helpers.py", "pkg/text/slug.py"]]
     assert {h.file_path for h in again.hits if h.stale} == {"pkg/helpers.py"}
+
+
+async def test_an_absolute_directory_outside_every_repository_is_refused() -> None:
+    store, repo_id = await _indexed()
+    service = SearchService(store, None)
+    for query in (
+        SearchQuery.build("slugify", directory="/elsewhere/pkg"),
+        SearchQuery.build("slugify", directory="/repository"),  # a prefix of text, not a path
+        SearchQuery.build("slugify", directory="/elsewhere", repository_id=repo_id),
+    ):
+        with pytest.raises(ValidationFailed, match=r"is not inside .*relative to the root"):
+            await service.search(query)
+
+
+async def test_an_absolute_directory_searches_the_innermost_repository_holding_it() -> None:
+    files = {"lib/outer.py": "def outer_helper():\n    pass\n"}
+    inner = {"src/inner.py": "def inner_helper():\n    pass\n"}
+    tree = InMemorySourceTree(
+        {
+            ROOT: {k: v.encode() for k, v in files.items()},
+            f"{ROOT}/lib/vendored": {k: v.encode() for k, v in inner.items()},
+        }
+    )
+    store = InMemoryChunkStore()
+    indexing = IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS)
+    await indexing.index(IndexRequest(root=ROOT))
+    vendored = await indexing.index(IndexRequest(root=f"{ROOT}/lib/vendored"))
+    result = await SearchService(store, None).search(
+        SearchQuery.build("helper", directory=f"{ROOT}/lib/vendored/src")
+    )
+    assert [(h.repository_id, h.file_path) for h in result.hits] == [
+        (vendored.repository_id, "src/inner.py")
+    ]
+
+
+async def test_a_search_says_how_many_repositories_it_looked_in() -> None:
+    empty = await SearchService(InMemoryChunkStore(), None).search(SearchQuery.build("x"))
+    assert empty.hits == [] and empty.repositories_searched == 0
+    store, _ = await _indexed()
+    found = await SearchService(store, None).search(SearchQuery.build("slugify"))
+    assert found.repositories_searched == 1

@@ -18,9 +18,11 @@ from codebase_mcp_search.core.defaults import (
     MAX_SEARCH_LIMIT,
 )
 from codebase_mcp_search.core.errors import Hint, InvalidLimit, ValidationFailed
+from codebase_mcp_search.core.languages import KNOWN_LANGUAGES
 from codebase_mcp_search.core.models.base import FrozenModel, at_most, check_uuid, no_nul
 from codebase_mcp_search.core.models.indexing import Chunk, SemanticLayer
 from codebase_mcp_search.core.models.text import (
+    absolute_directory,
     file_extension,
     normalise_directory,
     normalise_file_type,
@@ -88,6 +90,10 @@ class SearchQuery(FrozenModel):
     vectors or no embedder is in use)."""
     limit: int = DEFAULT_SEARCH_LIMIT
     filters: SearchFilters = SearchFilters()
+    within: str | None = None
+    """A directory given as an absolute path: the search service finds the repository whose
+    root holds it and searches that repository filtered to it (``filters.directory`` is then
+    relative to that root)."""
 
     @classmethod
     def build(cls, text: str, **options: Unpack[SearchOptions]) -> SearchQuery:
@@ -143,9 +149,18 @@ class SearchQuery(FrozenModel):
                 raise ValidationFailed(
                     "file_type", file_type, "must be a file extension without the dot, e.g. 'py'"
                 )
-        d = normalise_directory(directory) if directory is not None else None
-        if d is not None and ".." in d.split("/"):
+        within = absolute_directory(directory) if directory is not None else None
+        d = normalise_directory(directory) if directory is not None and not within else None
+        if ".." in (within or d or "").split("/"):
             raise ValidationFailed("directory", directory, "must be a path inside the repository")
+        lang = language.strip().lower() if language else None
+        if lang and lang not in KNOWN_LANGUAGES:
+            # No chunk carries another language: the filter would match nothing, silently.
+            raise ValidationFailed(
+                "language",
+                language,
+                f"unknown language; known: {', '.join(sorted(KNOWN_LANGUAGES))}",
+            )
         return cls(
             text=stripped,
             mode=resolved,
@@ -154,8 +169,9 @@ class SearchQuery(FrozenModel):
                 repository_id=repository_id or None,
                 file_type=ft,
                 directory=d or None,
-                language=language.strip().lower() if language else None,
+                language=lang or None,
             ),
+            within=within,
         )
 
 
@@ -222,3 +238,6 @@ class SearchResult(FrozenModel):
     # Repositories searched whose first indexing run has not finished: their files are
     # searchable as they are written, so a search may miss what is still to come.
     indexing_repositories: list[str] = Field(default_factory=list)
+    # Repositories the search looked in (0: nothing is indexed, or none passed the
+    # repository filter); None where it was not counted.
+    repositories_searched: int | None = None

@@ -124,6 +124,32 @@ def normalise_directory(directory: str) -> str:
     return "" if d == "." else d
 
 
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+
+
+def absolute_directory(directory: str) -> str | None:
+    """``directory`` as an absolute path ('/' separators, no trailing one), or None when it is
+    relative (to a repository's root)."""
+    d = directory.replace("\\", "/").strip()
+    if not (d.startswith("/") or _DRIVE.match(d)):
+        return None
+    return d.rstrip("/") or "/"
+
+
+def relative_inside(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` ('' for the root itself), both absolute; None when it
+    lies outside. Compared as text, '/' or '\\' separated (no file system is read)."""
+    p = path.replace("\\", "/").rstrip("/") or "/"
+    r = root.replace("\\", "/").rstrip("/") or "/"
+    if p == r:
+        return ""
+    prefix = r if r.endswith("/") else r + "/"
+    if not p.startswith(prefix):
+        return None
+    rel = normalise_directory(p[len(prefix) :])
+    return None if ".." in rel.split("/") else rel
+
+
 def path_in_directory(path: str, directory: str) -> bool:
     """True when ``path`` lies in ``directory`` (already normalised); compared literally."""
     if directory == "":

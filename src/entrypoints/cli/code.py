@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
+import shlex
 from collections import Counter
 
 from rich.console import Console
 from rich.syntax import Syntax
 
-from codebase_mcp_search.core.errors import RepositoryNotFound
+from codebase_mcp_search.core.errors import RepositoryNotFound, ValidationFailed
 from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery, SearchResult
+from codebase_mcp_search.core.models.text import path_in_directory, relative_inside
 from codebase_mcp_search.core.services import RunCounts
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
@@ -84,6 +88,79 @@ async def index_command(run: Run) -> int:
     return EXIT_OK if result.status.value != "failed" else EXIT_ERROR
 
 
+def _directory_arg(directory: str | None) -> str | None:
+    """An absolute ``--directory`` resolved as the repositories' roots are (symlinks, ``~``);
+    a relative one is relative to the repository's root, as typed."""
+    if directory is None:
+        return None
+    expanded = os.path.expanduser(directory)
+    return os.path.realpath(expanded) if os.path.isabs(expanded) else directory
+
+
+def _narrower(repo_dir: str, query: SearchQuery, root: str, a: argparse.Namespace) -> str:
+    """Of ``--repo``'s folder and ``--directory`` (both relative to ``root``), the one inside
+    the other; ``VALIDATION_ERROR`` when they do not overlap."""
+    given = query.filters.directory
+    if query.within is not None:
+        given = relative_inside(query.within, root)
+        if given is None:
+            raise ValidationFailed("directory", a.directory, f"is not inside {root}")
+    if given is None or path_in_directory(given, repo_dir):
+        return given or repo_dir
+    if path_in_directory(repo_dir, given):
+        return repo_dir
+    raise ValidationFailed("directory", a.directory, f"is not inside --repo {a.repo}")
+
+
+async def _with_repo(cb: Codebase, query: SearchQuery, a: argparse.Namespace) -> SearchQuery:
+    """``query`` limited to ``--repo``: the repository indexed at that path, or the one whose
+    root holds it (searched in that folder only: indexing the folder would make a second,
+    overlapping repository)."""
+    root = resolve_repo_path(a.repo, "repo")
+    found = await cb.repository_for_path(root)
+    directory = query.filters.directory
+    within = query.within
+    if found is None:
+        holding = [
+            (rel, r)
+            for r in await cb.repositories()
+            if (rel := relative_inside(root, r.path)) is not None
+        ]
+        if not holding:
+            raise RepositoryNotFound(
+                f"no repository is indexed at {a.repo} or above it: run "
+                f"'codebase-mcp index {a.repo}' first (or search with --index)"
+            )
+        rel, found = min(holding, key=lambda h: len(h[0]))  # the innermost root
+        directory, within = _narrower(rel, query, found.path, a), None
+    if query.filters.repository_id not in (None, found.id):
+        raise ValidationFailed(
+            "repository_id",
+            query.filters.repository_id,
+            f"is not the repository of --repo {a.repo} ({found.id})",
+        )
+    filters = query.filters.model_copy(
+        update={"repository_id": found.id, "directory": directory or None}
+    )
+    return query.model_copy(update={"filters": filters, "within": within})
+
+
+def _filters_text(a: argparse.Namespace) -> str:
+    """The search's filters as typed: ``--language python, --directory src``."""
+    given = [
+        (flag, getattr(a, dest))
+        for flag, dest in (
+            ("--repo", "repo"),
+            ("--repository-id", "repository_id"),
+            ("--directory", "directory"),
+            ("--file-type", "file_type"),
+            ("--language", "language"),
+        )
+        if getattr(a, dest)
+    ]
+    return ", ".join(f"{flag} {shlex.quote(value)}" for flag, value in given)
+
+
 async def search_command(run: Run) -> int:
     a = run.args
     # The search's own rules, checked before the store opens or --index spends time.
@@ -93,23 +170,18 @@ async def search_command(run: Run) -> int:
         limit=a.limit,
         repository_id=a.repository_id,
         file_type=a.file_type,
-        directory=a.directory,
+        directory=_directory_arg(a.directory),
         language=a.language,
     )
     refresh = index_request(a.index, field="index") if a.index else None
-    repo_root = resolve_repo_path(a.repo, "repo") if a.repo and not a.index else None
+    if a.repo and not a.index:
+        resolve_repo_path(a.repo, "repo")  # a typo fails before the store opens
     async with open_workspaces(run.settings) as ws:
         # --index writes, so it may create the project (as index does); a search alone not.
         cb = await open_project(ws, a.project, create=refresh is not None)
+        if a.repo and not a.index:
+            query = await _with_repo(cb, query, a)
         repository_id = query.filters.repository_id
-        if repo_root is not None:
-            found = await cb.repository_for_path(repo_root)
-            if found is None:
-                raise RepositoryNotFound(
-                    f"no repository is indexed at {a.repo}: run "
-                    f"'codebase-mcp index {a.repo}' first (or search with --index)"
-                )
-            repository_id = repository_id or found.id
         if refresh is not None:
             if repository_id is not None:  # REPOSITORY_NOT_FOUND before the run, not after
                 await cb.repository(repository_id)
@@ -127,8 +199,21 @@ async def search_command(run: Run) -> int:
             payload.setdefault("lexical_only_repositories", result.lexical_only_repositories)
         dump(payload)
     else:
-        print_search(result, run.out)
+        print_search(result, run.out, empty=_empty_line(result, cb.project_id, a))
     return EXIT_OK
+
+
+def _empty_line(result: SearchResult, project_id: str, a: argparse.Namespace) -> str:
+    """What a search that found nothing says: that nothing is indexed (and how to index),
+    which filters matched nothing, or that the query did."""
+    if result.repositories_searched == 0 and not (a.repo or a.repository_id):
+        return (
+            f"Nothing is indexed in project {project_id!r} yet: 'codebase-mcp index PATH' "
+            "indexes a repository (or search with --index PATH)"
+        )
+    filters = _filters_text(a)
+    where = f" with {filters}" if filters else ""
+    return f"No results for {result.query!r}{where} ({result.mode.value} search)."
 
 
 def skipped_line(result: IndexResult) -> str | None:
@@ -214,7 +299,8 @@ def partial_lines(result: SearchResult) -> list[str]:
     return lines
 
 
-def print_search(result: SearchResult, out: Console) -> None:
+def print_search(result: SearchResult, out: Console, *, empty: str | None = None) -> None:
+    """The hits, or ``empty`` (default: 'No results for ...') when there are none."""
     if result.lexical_only_repositories:
         out.print(
             "[yellow]searched lexically[/] (indexed without vectors): "
@@ -226,7 +312,8 @@ def print_search(result: SearchResult, out: Console) -> None:
         out.print(line, highlight=False, markup=False)
     if not result.hits:
         if not result.indexing_repositories:
-            out.print(f"No results for {result.query!r} ({result.mode.value} search).")
+            line = empty or f"No results for {result.query!r} ({result.mode.value} search)."
+            out.print(line, highlight=False, markup=False)
         return
     out.print(
         f"[dim]{len(result.hits)} of {result.total_count} matching chunks, "

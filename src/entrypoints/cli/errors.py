@@ -40,12 +40,14 @@ _BAD_INPUT: tuple[type[CoreError], ...] = (
     JobNotFound,
 )
 
-# Core field names whose flag has another name (the rest are ``--`` + the field, with '-').
-_FIELD_DEST = {
-    "project_id": "project",
-    "planning_references": "ref",
-    "full_details": "full",
-    "force_reindex": "force",
+# Core field names whose flag has another name (the rest are ``--`` + the field, with '-'),
+# each with the arguments that may set it, by the command's argument names (``dest``).
+_FIELD_DEST: dict[str, tuple[str, ...]] = {
+    "project_id": ("project",),
+    "planning_references": ("ref",),
+    "full_details": ("full",),
+    "force_reindex": ("force",),
+    "repo_path": ("path", "index", "repo"),
 }
 
 # The fix each hint asks for, in the command line's terms ({job_id} and {path} from the
@@ -88,14 +90,18 @@ def exit_code(error: CoreError) -> int:
 
 
 def flag_of(field: str, parser: argparse.ArgumentParser | None) -> str:
-    """The option of ``parser`` that sets ``field`` (``--limit``), or ``field`` itself when the
-    command takes it as a positional argument or not at all."""
+    """The argument of ``parser`` that sets ``field`` as the user typed it: its option
+    (``--limit``), or for a positional one its name in the usage line (``ID``, ``path``);
+    ``field`` itself when the command does not take it."""
     if parser is None:
         return field
-    dest = _FIELD_DEST.get(field, field)
-    for action in parser._actions:
-        if action.dest == dest and action.option_strings:
-            return max(action.option_strings, key=len)
+    for dest in _FIELD_DEST.get(field, (field,)):
+        for action in parser._actions:
+            if action.dest != dest:
+                continue
+            if action.option_strings:
+                return max(action.option_strings, key=len)
+            return str(action.metavar or action.dest)
     return field
 
 

@@ -51,7 +51,11 @@ async def index_background(run: Run) -> int:
         job = await cb.start_job(request)
         estimate = await cb.jobs.estimate_seconds(cb.project_id, root)
     if a.json:
-        dump(job_started_payload(job, estimate, cb.database_name))
+        follow = (
+            f"follow it with 'codebase-mcp jobs status {job.id}', stop it with "
+            f"'codebase-mcp jobs cancel {job.id}'"
+        )
+        dump(job_started_payload(job, estimate, cb.database_name, follow))
         return EXIT_OK
     out = run.out
     out.print(f"job {job.id} {job.status.value}: indexing {root}", highlight=False, markup=False)
@@ -111,6 +115,9 @@ async def jobs_command(run: Run) -> int:
         else:
             cb = await open_project(ws, a.project, create=False)
             page = await service.list(query.model_copy(update={"project_id": cb.project_id}))
+            if a.status and not page.total_count:  # how many the filter left out
+                everything = JobQuery(project_id=cb.project_id, page=query.page)
+                unfiltered = (await service.list(everything)).total_count
     if action == "status":
         if a.json:
             dump(job_status_payload(job, database, layer))
@@ -118,7 +125,9 @@ async def jobs_command(run: Run) -> int:
             _print_job(job, layer, run)
         return EXIT_OK
     if action == "cancel":
-        payload = job_cancel_payload(job)
+        payload = job_cancel_payload(
+            job, f"'codebase-mcp jobs status {job.id}' shows 'cancelled' once it has"
+        )
         if a.json:
             dump(payload)
         else:
@@ -136,7 +145,14 @@ async def jobs_command(run: Run) -> int:
         )
         return EXIT_OK
     if not page.jobs:
-        run.out.print(f"No jobs in project {cb.project_id!r}.", highlight=False, markup=False)
+        if page.total_count:
+            line = f"No jobs past --offset {query.page.offset} in project {cb.project_id!r}."
+        elif a.status:
+            has = f"it has {unfiltered}; 'codebase-mcp jobs' lists them" if unfiltered else "none"
+            line = f"No jobs with --status {a.status} in project {cb.project_id!r} ({has})."
+        else:
+            line = f"No jobs in project {cb.project_id!r}."
+        run.out.print(line, highlight=False, markup=False)
         return EXIT_OK
     rows = [
         (

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import shlex
+
 from rich.console import Console
 
 from codebase_mcp_search.core.models import Task, TaskQuery
@@ -43,6 +46,12 @@ def print_task(task: Task, out: Console) -> None:
                 out.print(f"  {row}", highlight=False, markup=False)
 
 
+def _filters_text(a: argparse.Namespace) -> str:
+    """``tasks list``'s filters as typed: ``--status 'in progress', --branch main``."""
+    given = [(flag, getattr(a, flag[2:], None)) for flag in ("--status", "--branch")]
+    return ", ".join(f"{flag} {shlex.quote(value)}" for flag, value in given if value)
+
+
 async def tasks_command(run: Run) -> int:
     a = run.args
     action = a.action or "list"
@@ -53,6 +62,9 @@ async def tasks_command(run: Run) -> int:
         cb = await open_project(ws, a.project, create=action == "create")
         if action == "list":
             page = await cb.tasks.list(query)
+            filtered = _filters_text(a)
+            if filtered and not page.total_count:  # how many the filters left out
+                unfiltered = (await cb.tasks.list(TaskQuery.build(limit=1))).total_count
         elif action == "get":
             task = await cb.tasks.get(a.task_id)
         elif action == "create":
@@ -79,8 +91,18 @@ async def tasks_command(run: Run) -> int:
         dump(tasks_view(page, query.page.offset, a.full))
         return EXIT_OK
     if not page.tasks:
-        what = "tasks" if page.total_count == 0 else f"tasks past --offset {query.page.offset}"
-        run.out.print(f"No {what} in project {cb.project_id!r}.", highlight=False, markup=False)
+        if page.total_count:
+            line = f"No tasks past --offset {query.page.offset} in project {cb.project_id!r}."
+        elif filtered and unfiltered:
+            line = (
+                f"No tasks with {filtered} in project {cb.project_id!r} (it has {unfiltered}; "
+                "'codebase-mcp tasks' lists them)."
+            )
+        elif filtered:
+            line = f"No tasks with {filtered}: project {cb.project_id!r} has no tasks."
+        else:
+            line = f"No tasks in project {cb.project_id!r}."
+        run.out.print(line, highlight=False, markup=False)
         return EXIT_OK
     if a.full:
         for i, task in enumerate(page.tasks):

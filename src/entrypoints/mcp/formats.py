@@ -78,6 +78,11 @@ LAYERS_NAMED = 3
 def search_message(result: SearchResult) -> str | None:
     """What a search could not yet see, in words (None: it saw everything)."""
     parts: list[str] = []
+    if result.repositories_searched == 0:
+        parts.append(
+            "Nothing is indexed in this project yet: index_repository (or "
+            "start_indexing_background) indexes a repository."
+        )
     if result.indexing_repositories:
         names = ", ".join(result.indexing_repositories)
         if result.hits:

@@ -41,6 +41,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.fusion import FusionConfig, fuse, merged, rescaled
 from codebase_mcp_search.core.models import (
     Chunk,
@@ -51,6 +52,7 @@ from codebase_mcp_search.core.models import (
     SearchQuery,
     SearchResult,
 )
+from codebase_mcp_search.core.models.text import relative_inside
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.concurrency import together
@@ -111,6 +113,7 @@ class SearchService:
         ``repository_id`` filter.
         """
         started = time.perf_counter()
+        query = await self._located(query)
         # No mode asked: hybrid, which answers lexically where there are no vectors to compare.
         mode = query.mode or SearchMode.HYBRID
         ranking = self._ranking
@@ -177,6 +180,37 @@ class SearchService:
             # A lexical search asked for compares no vectors: how many exist is no news to it.
             semantic_coverage=scope.coverage() if query.mode is not SearchMode.LEXICAL else [],
             indexing_repositories=scope.indexing(),
+            repositories_searched=len(scope.listed),
+        )
+
+    async def _located(self, query: SearchQuery) -> SearchQuery:
+        """``query`` with its absolute directory (``within``) turned into filters: the
+        repository whose root holds it (the innermost, where roots nest) and the directory
+        relative to that root. ``ValidationFailed`` when no repository searched holds it."""
+        if query.within is None:
+            return query
+        repos: Sequence[Repository]
+        if query.filters.repository_id is not None:
+            repos = [await self._store.get_repository(query.filters.repository_id)]
+        else:
+            repos = await self._store.list_repositories()
+        for repo in sorted(repos, key=lambda r: -len(r.path)):
+            rel = relative_inside(query.within, repo.path)
+            if rel is not None:
+                filters = query.filters.model_copy(
+                    update={"repository_id": repo.id, "directory": rel or None}
+                )
+                return query.model_copy(update={"filters": filters, "within": None})
+        where = (
+            f"the repository searched ({repos[0].path})"
+            if query.filters.repository_id is not None
+            else "an indexed repository"
+        )
+        raise ValidationFailed(
+            "directory",
+            query.within,
+            f"is not inside {where}: give a path inside a repository's root, or one relative "
+            "to the root (e.g. 'src/api')",
         )
 
     def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
