@@ -141,7 +141,7 @@ async def test_a_background_job_runs_to_completion(
         assert (await call(c, "list_background_jobs", status="pending"))["total_count"] == 0
 
         # A second run of the same repository is estimated from the first.
-        again = await call(c, "start_indexing_background", path=str(root))
+        again = await call(c, "start_indexing_background", repo_path=str(root))
         assert again["estimated_duration_seconds"] is not None
         await wait_status(c, again["job_id"], {"completed"})
 

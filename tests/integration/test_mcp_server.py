@@ -116,7 +116,7 @@ async def test_tools_list_shows_every_tool_with_its_schema(client: Client[Any]) 
     )
     # No mode given: the service decides (hybrid, lexical without vectors), as described.
     modes = [option.get("enum") for option in props["mode"]["anyOf"]]
-    assert ["hybrid", "semantic", "lexical"] in modes and props["mode"]["default"] is None
+    assert ["hybrid", "semantic", "lexical"] in modes and "default" not in props["mode"]
     assert "'hybrid' (the default)" in props["mode"]["description"]
     assert props["response_format"]["enum"] == ["json", "markdown"]
     assert props["detail_level"]["enum"] == ["detailed", "concise"]
@@ -136,9 +136,9 @@ async def test_tools_list_shows_every_tool_with_its_schema(client: Client[Any]) 
     assert listing["full_details"]["default"] is False
     create = tools["create_task"].input_schema["properties"]
     assert create["title"]["maxLength"] == 200
-    assert create["planning_references"]["anyOf"][0]["maxItems"] == 10
+    assert create["planning_references"]["maxItems"] == 10
     update = tools["update_task"].input_schema["properties"]
-    assert update["commit"]["anyOf"][0]["pattern"] == "^[0-9a-f]{40}$"
+    assert update["commit"]["pattern"] == "^[0-9a-f]{40}$"
     for tool in tools.values():
         # A job id is unique across projects: its tools need no project.
         if tool.name not in ("list_projects", "get_job_status", "cancel_job"):
@@ -156,8 +156,7 @@ async def test_index_with_progress_then_search(tmp_path: Path, pg_env: str) -> N
         updates.append((progress, total, message))
 
     async with Client(build_server(Settings(embedder="hash")), progress_handler=on_progress) as c:
-        # ``path`` is accepted as an alias of ``repo_path``.
-        indexed = await index_both(c, path=str(root), name="demo")
+        indexed = await index_both(c, repo_path=str(root), name="demo")
         assert indexed["status"] == "success"
         # Feature hashing embeds as the lexical run writes: no vector is left to a job.
         assert indexed["vectors_missing"] == 0 and indexed.get("vectors_job_id") is None
@@ -352,7 +351,7 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
         ("search_code", {"query": "x", "limit": 0}, "INVALID_LIMIT", "between 1 and 50, got 0"),
         ("list_tasks", {"limit": 150}, "INVALID_LIMIT", "Limit must be between 1 and 100, got 150"),
         ("list_tasks", {"status": "done"}, "INVALID_STATUS", "Invalid status: done."),
-        ("list_tasks", {"status_filter": 3}, "INVALID_STATUS", "Valid values"),
+        ("list_tasks", {"status": 3}, "INVALID_STATUS", "Valid values"),
         ("list_tasks", {"offset": -1}, "VALIDATION_ERROR", "offset"),
         (
             "get_task",
@@ -387,7 +386,7 @@ async def test_every_error_a_client_sees_is_coded(tmp_path: Path, client: Client
     text = await error_of(client, "list_tasks", status="invalid-status")
     assert text == (
         "INVALID_STATUS: Invalid status: invalid-status. "
-        "Valid values: ['need to be done', 'in-progress', 'complete']"
+        "Valid values: ['need to be done', 'in-progress', 'complete', 'pending', 'completed']"
     )
     text = await error_of(client, "search_code", query="x", limit=150)
     assert text == "INVALID_LIMIT: Limit must be between 1 and 50, got 150"
@@ -580,7 +579,7 @@ async def test_list_tasks_pages_filters_and_budget(client: Client[Any]) -> None:
 
     for status, alias in (("complete", "completed"), ("need to be done", "pending")):
         by_status = await call(client, "list_tasks", status=status)
-        by_alias = await call(client, "list_tasks", status_filter=alias)
+        by_alias = await call(client, "list_tasks", status=alias)
         assert by_status == by_alias
     assert (await call(client, "list_tasks", status="complete"))["total_count"] == 1
     assert (await call(client, "list_tasks", status="pending"))["total_count"] == 13

@@ -27,7 +27,10 @@ log = logging.getLogger("codebase_mcp")
 
 INTERNAL = "INTERNAL_ERROR: the server failed unexpectedly; its log (stderr) has the details"
 
-_STATUS_FIELDS = {"status", "status_filter"}
+_STATUS_FIELDS = {"status"}
+# Names the tools accepted as aliases until their schemas had to declare every name accepted:
+# a caller that still sends one is told the name to use.
+_RENAMED = {"path": "repo_path", "status_filter": "status"}
 _BOUND_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
 
 
@@ -94,19 +97,30 @@ def _enum(schema: dict[str, Any], field: str) -> list[Any] | None:
     return None
 
 
+def _renamed(problem: Any) -> str | None:
+    """The parameter to use instead of the unknown one ``problem`` is about, if it is one the
+    tools once accepted as an alias."""
+    if problem.get("type") not in {"unexpected_keyword_argument", "extra_forbidden"}:
+        return None
+    loc = problem.get("loc", ())
+    return _RENAMED.get(str(loc[0])) if loc else None
+
+
 def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any]) -> str:
     """One coded line for the first problem of a rejected call, naming field, value and rule."""
     problems = error.errors(include_url=False)
     if not problems:
         return f"VALIDATION_ERROR: {error}"
-    first = problems[0]
+    # A former alias comes first: its replacement is then missing too, for the same reason.
+    first = next((p for p in problems if _renamed(p) in schema.get("properties", {})), None)
+    first = first or problems[0]
     loc = [str(part) for part in first.get("loc", ()) if not isinstance(part, int)]
     field = loc[0] if loc else "arguments"
     kind = first.get("type", "")
     value = first.get("input")
     more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
     if field in _STATUS_FIELDS:
-        # A tool that lists its statuses in the schema (the job tools) names those.
+        # The statuses the tool's schema lists (task statuses with their aliases).
         valid = _enum(schema, field) or [s.value for s in TaskStatus]
         return f"INVALID_STATUS: Invalid status: {shorten(value)}. Valid values: {valid}{more}"
     if field == "limit" and kind in _BOUND_ERRORS:
@@ -114,7 +128,9 @@ def describe_validation(error: pydantic.ValidationError, schema: dict[str, Any])
         return f"INVALID_LIMIT: Limit must be between {low} and {high}, got {value}{more}"
     properties = sorted(schema.get("properties", {}))
     if kind in {"unexpected_keyword_argument", "extra_forbidden"}:
-        rule = f"unknown parameter; the parameters are {properties}"
+        instead = _renamed(first)
+        use = f"use {instead} (the parameters are {properties})" if instead in properties else None
+        rule = f"unknown parameter; {use or f'the parameters are {properties}'}"
     elif kind == "missing":
         return f"VALIDATION_ERROR: {field}: required parameter is missing{more}"
     else:

@@ -25,6 +25,7 @@ from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.entrypoints.about import package_version
 from codebase_mcp_search.entrypoints.facade import open_workspaces
 from codebase_mcp_search.entrypoints.mcp.errors import CodedErrors
+from codebase_mcp_search.entrypoints.mcp.listing import LeanSchemas
 from codebase_mcp_search.entrypoints.mcp.state import AllowedRoots, ServerState
 from codebase_mcp_search.entrypoints.mcp.tools_code import register_code_tools
 from codebase_mcp_search.entrypoints.mcp.tools_jobs import register_job_tools
@@ -37,14 +38,12 @@ log = logging.getLogger("codebase_mcp")
 
 Transport = Literal["stdio", "http", "sse"]
 
+# Sent in every session with the tools' listing (and counted in its budget): what the tool
+# descriptions do not say, the order of use.
 INSTRUCTIONS = """\
-Semantic code search and a development task tracker.
-Index a repository once with index_repository (an absolute path; later runs are incremental),
-then search_code with a description or an identifier; list_repositories gives the ids that
-filter a search. For a large repository, start_indexing_background returns a job_id at once:
-follow it with get_job_status, stop it with cancel_job, see all with list_background_jobs. Tasks: create_task, update_task (status, branch, commit), list_tasks.
-Every tool takes an optional project_id: each project is an isolated workspace.
-Errors start with a stable code such as VALIDATION_ERROR or TASK_NOT_FOUND."""
+Code search and a task tracker. Index a repository with index_repository (re-runs are
+incremental), then search_code by description or identifier. project_id picks a workspace
+(default: the server's). Errors start with a stable code, e.g. VALIDATION_ERROR."""
 
 
 class BearerToken(TokenVerifier):
@@ -139,6 +138,7 @@ def build_server(
     register_code_tools(mcp)
     register_task_tools(mcp)
     register_job_tools(mcp)
+    mcp.add_transform(LeanSchemas())
 
     @mcp.custom_route("/health", methods=["GET"])
     async def health(_request: Request) -> JSONResponse:

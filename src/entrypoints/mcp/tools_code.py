@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
-from pydantic import AliasChoices, Field
+from pydantic import Field
 
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import ValidationFailed
@@ -26,6 +26,7 @@ from codebase_mcp_search.entrypoints.mcp.formats import (
     search_json,
     search_markdown,
 )
+from codebase_mcp_search.entrypoints.mcp.listing import READ_ONLY, writes
 from codebase_mcp_search.entrypoints.mcp.progress import job_progress, progress_reporter
 from codebase_mcp_search.entrypoints.mcp.state import ServerState, state_of
 from codebase_mcp_search.entrypoints.presenters import deleted_payload, repository_payload
@@ -34,30 +35,27 @@ from codebase_mcp_search.entrypoints.requests import index_request
 ProjectId = Annotated[
     str | None,
     Field(
-        description="Workspace: 1-64 ASCII letters, digits, '-', '_' or spaces. Each project "
-        "is isolated (its own Postgres schema). Default: the server's project ('default').",
+        description="An isolated workspace.",
         max_length=64,
     ),
 ]
+# One name per parameter: an alias would be refused by a client that follows the schema, and
+# declaring it (two optional names, or a top-level anyOf) is what some clients cannot read.
 RepoPath = Annotated[
     str,
     Field(
-        validation_alias=AliasChoices("repo_path", "path"),
-        description="Absolute path of the repository's root directory ('path' is accepted too).",
+        description="Absolute path of the repository's root directory.",
         min_length=1,
         max_length=defaults.MAX_PATH_CHARS,
     ),
 ]
 Format = Annotated[
     ResponseFormat,
-    Field(description="'json' (structured) or 'markdown' (readable text)."),
+    Field(description="Output format."),
 ]
 Detail = Annotated[
     DetailLevel,
-    Field(
-        description="'detailed': everything; 'concise': no context lines, content cut to "
-        "200 characters, rounded scores (about 70% fewer tokens)."
-    ),
+    Field(description="'concise' drops context lines and cuts content."),
 ]
 
 
@@ -95,15 +93,14 @@ def _refreshed(results: list[IndexResult]) -> list[dict[str, Any]]:
 def register_code_tools(mcp: FastMCP[Any]) -> None:
     """Add the code search tools to ``mcp``."""
 
-    @mcp.tool(annotations={"openWorldHint": False})
+    @mcp.tool(annotations=writes(destructive=False, idempotent=True), output_schema=None)
     async def index_repository(
         repo_path: RepoPath,
         ctx: Context,
         name: Annotated[
             str | None,
             Field(
-                description="Display name, not blank (default: the repository's own; a first "
-                "index takes the directory name).",
+                description="Display name (default: the directory's).",
                 max_length=defaults.MAX_REPOSITORY_NAME,
             ),
         ] = None,
@@ -111,32 +108,16 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         force_reindex: Annotated[
             bool,
             Field(
-                description="Re-chunk every file (needed after changing the embedding model); "
-                "cached vectors are kept.",
+                description="Re-chunk every file (after changing the embedding model).",
                 strict=True,
             ),
         ] = False,
         response_format: Format = "json",
         detail_level: Detail = "detailed",
     ) -> ToolResult:
-        """Index a repository for search, or bring its index up to date.
-
-        Two layers: this call returns once the files are chunked and written, when search
-        works by exact terms with the ranking stack (seconds, even for 10,000 files); the
-        vectors for search by meaning are then built in the background by a semantic job
-        (vectors_job_id; follow it with get_job_status), and searches use them as they are
-        stored. Incremental: only files whose content changed since the last run are
-        re-chunked, and only their changed chunks re-embedded, so re-running it on an indexed
-        repository is cheap. Sends progress notifications while it runs; calling it again
-        while a run is under way joins that run.
-
-        Returns repository_id (use it to filter search_code), files_indexed, chunks_created,
-        vectors_missing (chunks still waiting for a vector) and vectors_job_id,
-        duration_seconds, status (success / partial / failed), errors, files_skipped (files
-        left out on purpose, counted by reason: too_large, binary, minified, secret,
-        lock_file, ignored, excluded_dir; the list itself with detail_level 'detailed'),
-        message, project_id and database_name.
-        """
+        """Index a repository for search, or update its index (incremental: cheap to re-run).
+        Returns its repository_id once search by exact terms works; vectors for search by
+        meaning are then built in the background (vectors_job_id, for get_job_status)."""
         state = state_of(ctx)
         with coded():
             request = repository_request(state, repo_path, name=name, force=force_reindex)
@@ -150,13 +131,15 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))
         return _result(index_json(result, cb.project_id, cb.database_name, detail_level))
 
-    @mcp.tool(annotations={"readOnlyHint": False, "openWorldHint": False})
+    # Read-only although refresh=true re-indexes changed files first: that brings the server's
+    # index up to the files on disk, as a cache would, and changes nothing of the user's.
+    @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def search_code(
         query: Annotated[
             str,
             Field(
-                description="What to find: a description ('where are retries configured') or "
-                "an identifier ('parse_config').",
+                description="A description ('where are retries configured') or an "
+                "identifier ('parse_config').",
                 min_length=1,
                 max_length=defaults.MAX_QUERY_CHARS,
             ),
@@ -165,36 +148,34 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         project_id: ProjectId = None,
         repository_id: Annotated[
             str | None,
-            Field(description="Only this repository (ids from list_repositories)."),
+            Field(description="Only this repository (id from list_repositories)."),
         ] = None,
         file_type: Annotated[
             str | None,
             Field(
-                description="Only files with this extension, e.g. 'py'.",
+                description="Only this file extension, e.g. 'py'.",
                 max_length=defaults.MAX_FILE_TYPE_CHARS,
             ),
         ] = None,
         directory: Annotated[
             str | None,
             Field(
-                description="Only files under this path prefix of the repository, e.g. 'src/api'.",
+                description="Only under this directory, e.g. 'src/api' (or an absolute path).",
                 max_length=defaults.MAX_PATH_CHARS,
             ),
         ] = None,
         language: Annotated[
             str | None,
             Field(
-                description="Only this language, e.g. 'python', 'typescript'.",
+                description="Only this language, e.g. 'python'.",
                 max_length=defaults.MAX_LANGUAGE_CHARS,
             ),
         ] = None,
         mode: Annotated[
             Literal["hybrid", "semantic", "lexical"] | None,
             Field(
-                description="'hybrid' (the default) fuses meaning and exact terms (lexical "
-                "when no embedder is configured or nothing searched has vectors); 'semantic' "
-                "meaning only; 'lexical' BM25 over identifiers and words. Repositories indexed "
-                "without vectors are ranked lexically and listed in lexical_only_repositories."
+                description="'hybrid' (the default) fuses meaning and exact terms; 'semantic': "
+                "meaning only; 'lexical': exact terms (BM25)."
             ),
         ] = None,
         limit: Annotated[
@@ -209,27 +190,16 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         refresh: Annotated[
             bool,
             Field(
-                description="First bring the searched repositories up to date (incremental, "
-                "cheap when nothing changed), so no result is stale.",
+                description="Re-index changed files first, so no result is stale.",
                 strict=True,
             ),
         ] = False,
         response_format: Format = "json",
         detail_level: Detail = "detailed",
     ) -> ToolResult:
-        """Search indexed code by meaning and by exact identifiers.
-
-        Returns ranked chunks with file_path, start_line, end_line, symbol, language,
-        similarity_score (0-1), content and 10 lines of context before and after, plus
-        total_count (matches before the limit) and latency_ms; lexical_only_repositories
-        names repositories ranked lexically because they were indexed without vectors
-        (index_repository adds them). While a repository's vectors are being built,
-        semantic_coverage gives its vectors of its chunks (with the job and the time left)
-        and chunks without a vector are ranked by exact terms; indexing_repositories names
-        repositories still being indexed (a message says what the answer may miss). A hit
-        whose file changed on disk since it was indexed carries stale: true (search again
-        with refresh=true).
-        """
+        """Search indexed code by meaning and by exact identifiers; returns ranked chunks with
+        their file and lines. stale: true marks a file changed since indexing (search with
+        refresh=true)."""
         state = state_of(ctx)
         with coded():
             query_ = SearchQuery.build(
@@ -264,12 +234,10 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             data["refreshed"] = _refreshed(refreshed)
         return _result(data)
 
-    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
-        """The indexed repositories of a project: id (to filter search_code), name, path,
-        file_count, chunk_count, indexed_at (null while a first index runs), embedding_model,
-        vector_count and semantic_percent (chunks holding a vector; below 100 while the
-        semantic layer is built, with semantic_job_id and semantic_eta_seconds)."""
+        """Indexed repositories: id (filters search_code), name, path, counts and
+        semantic_percent (chunks with a vector)."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
@@ -281,7 +249,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             "database_name": cb.database_name,
         }
 
-    @mcp.tool(annotations={"destructiveHint": True, "openWorldHint": False})
+    @mcp.tool(annotations=writes(destructive=True, idempotent=True), output_schema=None)
     async def delete_repository(
         repository_id: Annotated[
             str, Field(description="Id from list_repositories.", min_length=1)
@@ -289,8 +257,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
         ctx: Context,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
-        """Remove a repository and all its chunks from the index (the files on disk are not
-        touched)."""
+        """Remove a repository and its chunks from the index (its files are not touched)."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
@@ -298,10 +265,9 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             await cb.delete_repository(repository_id)
         return deleted_payload(repo, cb.project_id)
 
-    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def list_projects(ctx: Context) -> dict[str, Any]:
-        """Every project (workspace) with its database_name (Postgres schema), repositories,
-        files, chunks, tasks and size_bytes."""
+        """Every project (workspace) with its counts and size."""
         state = state_of(ctx)
         with coded():
             projects = await state.workspaces.projects()

@@ -1,16 +1,17 @@
 """Task tracker tools: create_task, get_task, update_task, list_tasks.
 
-Statuses are strings checked in code (``TaskStatus.parse``), so an unknown one is
-``INVALID_STATUS`` with the valid values, and the aliases ``pending`` / ``completed`` of the
-other task contract in our references are accepted.
+Statuses are an enum in the schema holding the aliases ``pending`` / ``completed`` of the
+other task contract in our references (``TaskStatus.parse`` maps them), so a client that
+checks arguments against the schema may send them; an unknown one is ``INVALID_STATUS`` with
+the valid values.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
-from pydantic import AliasChoices, Field
+from pydantic import Field
 
 from codebase_mcp_search.core.defaults import (
     DEFAULT_TASK_PAGE,
@@ -25,17 +26,17 @@ from codebase_mcp_search.core.defaults import (
 )
 from codebase_mcp_search.core.models import Task, TaskQuery, TaskSummary
 from codebase_mcp_search.entrypoints.mcp.errors import coded
+from codebase_mcp_search.entrypoints.mcp.listing import READ_ONLY, writes
 from codebase_mcp_search.entrypoints.mcp.state import state_of
 from codebase_mcp_search.entrypoints.mcp.tools_code import ProjectId
 
-STATUS_HELP = (
-    "One of 'need to be done', 'in-progress', 'complete' ('pending' and 'completed' are "
-    "accepted as aliases)."
-)
-TITLE_HELP = "A short summary of the work (1-200 characters)."
-DESCRIPTION_HELP = "What to do and why (at most 2,000 characters)."
-NOTES_HELP = "Working notes: findings, decisions, next steps (at most 5,000 characters)."
-TaskId = Annotated[str, Field(description="The task's id (from create_task or list_tasks).")]
+# The values of ``TaskStatus``, then its aliases (a test checks they agree).
+TaskStatusName = Literal["need to be done", "in-progress", "complete", "pending", "completed"]
+STATUS_HELP = "'pending' and 'completed' are aliases."
+TITLE_HELP = "A short summary of the work."
+DESCRIPTION_HELP = "What to do and why."
+NOTES_HELP = "Working notes: findings, decisions, next steps."
+TaskId = Annotated[str, Field(description="Id from create_task or list_tasks.")]
 
 
 def task_payload(task: Task) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def summary_payload(task: Task) -> dict[str, Any]:
 def register_task_tools(mcp: FastMCP[Any]) -> None:
     """Add the task tracker tools to ``mcp``."""
 
-    @mcp.tool(annotations={"openWorldHint": False})
+    @mcp.tool(annotations=writes(destructive=False, idempotent=False), output_schema=None)
     async def create_task(
         title: Annotated[str, Field(description=TITLE_HELP, min_length=1, max_length=MAX_TITLE)],
         ctx: Context,
@@ -67,13 +68,13 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         planning_references: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)]] | None,
             Field(
-                description="Paths or URLs of plans and specs this task follows.",
+                description="Paths or URLs of plans it follows.",
                 max_length=MAX_REFERENCES,
             ),
         ] = None,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
-        """Create a development task (status 'need to be done'); returns the full task."""
+        """Create a development task (status 'need to be done'); returns the task."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id)
@@ -85,19 +86,19 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
             )
         return task_payload(task)
 
-    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def get_task(
         task_id: TaskId, ctx: Context, project_id: ProjectId = None
     ) -> dict[str, Any]:
-        """One task in full: id, title, description, notes, status, branches, commits,
-        planning_references, created_at, updated_at, completed_at."""
+        """One task in full, with its notes, branches and commits."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             task = await cb.tasks.get(task_id)
         return task_payload(task)
 
-    @mcp.tool(annotations={"idempotentHint": True, "openWorldHint": False})
+    # Destructive: a new title, description or notes replaces the old text.
+    @mcp.tool(annotations=writes(destructive=True, idempotent=True), output_schema=None)
     async def update_task(
         task_id: TaskId,
         ctx: Context,
@@ -108,11 +109,11 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
             str | None, Field(description=DESCRIPTION_HELP, max_length=MAX_DESCRIPTION)
         ] = None,
         notes: Annotated[str | None, Field(description=NOTES_HELP, max_length=MAX_NOTES)] = None,
-        status: Annotated[str | None, Field(description=STATUS_HELP)] = None,
+        status: Annotated[TaskStatusName | None, Field(description=STATUS_HELP)] = None,
         branch: Annotated[
             str | None,
             Field(
-                description="A git branch to add to the task's branches (kept once).",
+                description="A git branch to link.",
                 min_length=1,
                 max_length=MAX_BRANCH_CHARS,
             ),
@@ -120,21 +121,14 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
         commit: Annotated[
             str | None,
             Field(
-                description="A commit SHA to add to the task's commits: 40 lowercase hex "
-                "characters (kept once).",
+                description="A commit SHA to link.",
                 pattern="^[0-9a-f]{40}$",
             ),
         ] = None,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
-        """Change some fields of a task (at least one); returns the full task.
-
-        ``branch`` and ``commit`` are appended to the task's lists (a repeat is ignored).
-        Each update is atomic: concurrent updates of one task keep every field, branch and
-        commit they set.
-        completed_at is set when status becomes 'complete' and cleared when it leaves it;
-        updated_at always moves forward.
-        """
+        """Change some fields of a task (at least one); branch and commit are added to its
+        lists. Returns the task."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
@@ -149,40 +143,33 @@ def register_task_tools(mcp: FastMCP[Any]) -> None:
             )
         return task_payload(task)
 
-    @mcp.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def list_tasks(
         ctx: Context,
         status: Annotated[
-            str | None,
-            Field(
-                validation_alias=AliasChoices("status", "status_filter"),
-                description="Only tasks with this status ('status_filter' is accepted too). "
-                + STATUS_HELP,
-            ),
+            TaskStatusName | None, Field(description="Only this status. " + STATUS_HELP)
         ] = None,
         branch: Annotated[
             str | None,
             Field(description="Only tasks linked to this branch.", max_length=MAX_BRANCH_CHARS),
         ] = None,
         limit: Annotated[
-            int, Field(description="Tasks per page.", ge=1, le=MAX_TASK_PAGE, strict=True)
+            int, Field(description="Page size.", ge=1, le=MAX_TASK_PAGE, strict=True)
         ] = DEFAULT_TASK_PAGE,
         offset: Annotated[
             int,
-            Field(description="Tasks to skip (paging).", ge=0, le=MAX_OFFSET, strict=True),
+            Field(description="Tasks to skip.", ge=0, le=MAX_OFFSET, strict=True),
         ] = 0,
         full_details: Annotated[
             bool,
             Field(
-                description="Full tasks instead of summaries (id, title, status, created_at, "
-                "updated_at).",
+                description="Full tasks, not summaries.",
                 strict=True,
             ),
         ] = False,
         project_id: ProjectId = None,
     ) -> dict[str, Any]:
-        """Tasks newest first, as summaries unless full_details. Returns tasks, total_count
-        (all matches), has_more (another page follows) and success."""
+        """Tasks newest first (id, title, status), with total_count and has_more."""
         state = state_of(ctx)
         with coded():
             query = TaskQuery.build(status=status, branch=branch, limit=limit, offset=offset)
