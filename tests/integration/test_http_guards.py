@@ -5,6 +5,7 @@ rebinding (Host, Origin) on streamable HTTP and SSE, the exposure check of an ap
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -150,6 +151,10 @@ def _raw_post(port: int, head: bytes, body_pieces: int = 0) -> bytes:
         piece = b"10000\r\n" + b"a" * (1 << 16) + b"\r\n"
         try:
             for _ in range(body_pieces):
+                # Stop sending once the answer is there: data sent to a socket the server
+                # closed makes it reset the connection, and a reset may drop the answer.
+                if select.select([conn], [], [], 0.05)[0]:
+                    break
                 conn.sendall(piece)
         except OSError:
             pass

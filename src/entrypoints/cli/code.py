@@ -206,7 +206,8 @@ async def search_command(run: Run) -> int:
 def _empty_line(result: SearchResult, project_id: str, a: argparse.Namespace) -> str:
     """What a search that found nothing says: that nothing is indexed (and how to index),
     which filters matched nothing, or that the query did."""
-    if result.repositories_searched == 0 and not (a.repo or a.repository_id):
+    nothing = result.repositories_searched == 0 and not result.indexing_repositories
+    if nothing and not (a.repo or a.repository_id):
         return (
             f"Nothing is indexed in project {project_id!r} yet: 'codebase-mcp index PATH' "
             "indexes a repository (or search with --index PATH)"

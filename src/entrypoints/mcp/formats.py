@@ -78,7 +78,8 @@ LAYERS_NAMED = 3
 def search_message(result: SearchResult) -> str | None:
     """What a search could not yet see, in words (None: it saw everything)."""
     parts: list[str] = []
-    if result.repositories_searched == 0:
+    # A repository under its first index is not searched yet, but it is not "nothing" either.
+    if result.repositories_searched == 0 and not result.indexing_repositories:
         parts.append(
             "Nothing is indexed in this project yet: index_repository (or "
             "start_indexing_background) indexes a repository."
