@@ -14,6 +14,7 @@ import httpx
 
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
+from codebase_mcp_search.adapters.ollama import UNREACHABLE as OLLAMA_UNREACHABLE
 from codebase_mcp_search.adapters.ollama import OllamaEmbedder
 from codebase_mcp_search.adapters.onnx import OnnxEmbedder
 from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
@@ -26,12 +27,16 @@ log = logging.getLogger("codebase_mcp")
 
 @dataclass(frozen=True, slots=True)
 class EmbedderChoice:
-    """The embedder in use (None: lexical search only), what was asked for and why."""
+    """The embedder in use (None: lexical search only), what was asked for and why;
+    ``fallback``: ``auto`` settled for less than it would have taken (an Ollama that answers
+    without the model, or failed to embed; an ONNX model that would not load): news worth
+    telling, where taking the ONNX model without an Ollama running is the ordinary case."""
 
     embedder: Embedder | None
     requested: str
     chosen: str
     reason: str
+    fallback: bool = False
 
 
 def _options(config: Mapping[str, Any]) -> HttpEmbeddingOptions:
@@ -110,6 +115,8 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
         return EmbedderChoice(explicit, requested, requested, f"CODEBASE_MCP_EMBEDDER={requested}")
     server = _ollama(config, client)
     found, why_not_ollama = await server.has_model()
+    # Something answers at Ollama's address but is not used: the user may have meant it to be.
+    passed_over = found or OLLAMA_UNREACHABLE not in why_not_ollama
     if found:
         try:
             await server.open()
@@ -119,18 +126,20 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
     onnx = _onnx(config, client)
     try:
         await onnx.open()
-        return EmbedderChoice(onnx, requested, "onnx", f"{why_not_ollama}; the ONNX model loaded")
+        reason = f"{why_not_ollama}; the ONNX model loaded"
+        return EmbedderChoice(onnx, requested, "onnx", reason, fallback=passed_over)
     except EmbedderUnavailable as e:
         why_not = f"{why_not_ollama}; {e.message}"
     if not local_extra_installed():
         reason = f"{why_not}; the local extra is not installed: lexical search only"
-        return EmbedderChoice(None, requested, "none", reason)
+        return EmbedderChoice(None, requested, "none", reason, fallback=True)
     local = _local(config, client)
     try:
         await local.open()
     except EmbedderUnavailable as e:
-        return EmbedderChoice(None, requested, "none", f"{why_not}; {e.message}")
-    return EmbedderChoice(local, requested, "local", f"{why_not}; the local extra is installed")
+        return EmbedderChoice(None, requested, "none", f"{why_not}; {e.message}", fallback=True)
+    reason = f"{why_not}; the local extra is installed"
+    return EmbedderChoice(local, requested, "local", reason, fallback=True)
 
 
 async def embedder_choice(
@@ -143,7 +152,8 @@ async def embedder_choice(
         if choice.embedder
         else "lexical search only"
     )
-    # An automatic choice is news worth a line; an explicit one is what the user asked for.
-    level = logging.INFO if choice.requested == "auto" else logging.DEBUG
+    # A fallback is news worth a line on every command; the ordinary choice (the ONNX model
+    # where no Ollama runs, or an explicit one) is what the user expects: doctor shows it.
+    level = logging.INFO if choice.fallback else logging.DEBUG
     log.log(level, "embedder: %s, %s [%s]", choice.chosen, model, redact_url(choice.reason))
     yield choice

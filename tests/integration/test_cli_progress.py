@@ -216,3 +216,43 @@ def test_the_live_display_shows_each_phase_with_counts() -> None:
         shown = screen.getvalue()
     for text in ("chunking", "7 files", "embedding", "90/90 chunks", "7/7 files", "optimizing"):
         assert text in shown
+
+
+def test_one_file_or_chunk_is_singular() -> None:
+    stream = io.StringIO()
+    err = Console(file=io.StringIO(), force_terminal=False)
+    with IndexProgress(err, "/r", live=False, stream=stream) as p:
+        p.callback("chunking", 0, 1)
+        p.callback("writing", 1, 1)
+    with IndexProgress(err, "/r", live=False, stream=stream, announce=False) as p:
+        p.callback("embedding", 0, 1)
+    assert stream.getvalue().splitlines() == [
+        "indexing /r",
+        "chunking 1 file",
+        "writing 1 file",
+        "embedding 1 chunk",
+    ]
+
+
+def test_embedding_progress_counts_the_whole_layer_across_batches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors are built and stored a few at a time: the count goes on over the batches,
+    out of every chunk still without a vector (never each batch's own, which looks done)."""
+    from tests.integration.test_mcp_jobs import write_repo
+
+    root = write_repo(tmp_path / "repo", 10)
+    monkeypatch.setattr("codebase_mcp_search.entrypoints.cli.progress.HEARTBEAT_S", 0.0)
+    with embedding_server() as model:
+        for var, value in {
+            "CODEBASE_MCP_EMBEDDER": "ollama",
+            "CODEBASE_MCP_OLLAMA_BASE_URL": model.url,
+            "CODEBASE_MCP_OLLAMA_EMBEDDING_MODEL": OLLAMA_MODEL,
+            "CODEBASE_MCP_VECTOR_BATCH_CHUNKS": "4",
+        }.items():
+            monkeypatch.setenv(var, value)
+        assert main(["index", str(root)]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("embedding ")]
+    assert lines[0] == "embedding 20 chunks"
+    counts = [ln.split()[1].rstrip(",") for ln in lines[1:]]
+    assert counts == [f"{n}/20" for n in range(4, 21, 4)], lines

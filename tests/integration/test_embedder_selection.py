@@ -42,7 +42,7 @@ async def test_auto_takes_ollama_when_it_answers_with_the_model(
 ) -> None:
     with embedding_server(dimension=32) as server:
         choice = await choose_embedder(config(embedder="auto", ollama_base_url=server.url), client)
-    assert choice.chosen == "ollama" and choice.embedder is not None
+    assert choice.chosen == "ollama" and choice.embedder is not None and not choice.fallback
     assert choice.embedder.model == "ollama/nomic-embed-text:latest"
     assert choice.embedder.dimension == 32
 
@@ -59,6 +59,7 @@ async def test_auto_skips_an_ollama_without_the_model_for_the_onnx_model(
     assert choice.embedder.dimension == 384
     assert "does not have nomic-embed-text:latest" in choice.reason
     assert "the ONNX model loaded" in choice.reason
+    assert choice.fallback  # an Ollama that answers was passed over: worth telling
 
 
 async def test_auto_without_ollama_takes_the_onnx_model_even_with_the_extra(
@@ -71,6 +72,7 @@ async def test_auto_without_ollama_takes_the_onnx_model_even_with_the_extra(
     )
     assert choice.chosen == "onnx" and choice.embedder is not None
     assert url in choice.reason and "not reachable" in choice.reason
+    assert not choice.fallback  # no Ollama running: the ordinary case, nothing to tell
     result = await choice.embedder.embed_documents(["def f(): pass"])
     assert len(result.vectors[0]) == 384
 
@@ -88,6 +90,28 @@ async def test_auto_without_ollama_the_onnx_model_or_the_extra_is_lexical_only(
     assert url in choice.reason and "not reachable" in choice.reason
     assert f"CODEBASE_MCP_ONNX_MODEL_DIR={missing}: no such folder" in choice.reason
     assert "the local extra is not installed: lexical search only" in choice.reason
+    assert choice.fallback
+
+
+def test_commands_name_the_embedder_only_when_auto_fell_back(
+    tmp_path: Path,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.py").write_text("def f():\n    return 1\n")
+    monkeypatch.setenv("CODEBASE_MCP_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("CODEBASE_MCP_EMBEDDER", "auto")
+    monkeypatch.setenv("CODEBASE_MCP_OLLAMA_BASE_URL", f"http://127.0.0.1:{unused_port()}")
+    for quiet in ([], ["-q"]):  # no Ollama: the ONNX model, as expected, without a word
+        assert main(["index", str(tmp_path / "repo"), *quiet]) == 0
+        assert "embedder:" not in capsys.readouterr().err
+    with embedding_server(models=set()) as server:  # an Ollama without the model: said
+        monkeypatch.setenv("CODEBASE_MCP_OLLAMA_BASE_URL", server.url)
+        assert main(["index", str(tmp_path / "repo"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "embedder: onnx, " in err and "does not have nomic-embed-text:latest" in err
 
 
 async def test_onnx_chosen_explicitly(

@@ -21,6 +21,9 @@ DEFAULT_MODEL = defaults.OLLAMA_MODEL
 # nomic-embed-text takes 2,048 tokens in Ollama's default context: about 6,000 characters of
 # code. Ollama also truncates itself ("truncate": true).
 DEFAULT_MAX_INPUT_CHARS = 6_000
+UNREACHABLE = "is not reachable"
+"""In ``has_model``'s reason when nothing answered (``auto`` then takes the next embedder
+without a word: no Ollama running is the ordinary case)."""
 
 # Task prefixes the models' cards ask for: (document, query).
 _PREFIXES: dict[str, tuple[str, str]] = {
@@ -77,7 +80,7 @@ class OllamaEmbedder(RemoteEmbedder):
         try:
             response = await self._client.get(self.base_url + "/api/tags", timeout=timeout_s)
         except httpx.RequestError as e:
-            return False, f"Ollama at {url} is not reachable ({type(e).__name__})"
+            return False, f"Ollama at {url} {UNREACHABLE} ({type(e).__name__})"
         if response.status_code != 200:
             return False, f"Ollama at {url} answered HTTP {response.status_code} to /api/tags"
         try:

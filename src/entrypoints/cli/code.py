@@ -18,7 +18,7 @@ from codebase_mcp_search.core.services import RunCounts
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
 from codebase_mcp_search.entrypoints.cli.jobs import index_background
-from codebase_mcp_search.entrypoints.cli.progress import IndexProgress
+from codebase_mcp_search.entrypoints.cli.progress import IndexProgress, counted
 from codebase_mcp_search.entrypoints.cli.views import dump, index_view
 from codebase_mcp_search.entrypoints.codebase import with_vectors
 from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces
@@ -33,19 +33,38 @@ async def _index(
     run: Run, cb: Codebase, request: IndexRequest, *, vectors: bool = True
 ) -> IndexResult:
     """Both layers of ``request``'s repository, each with its progress: the lexical one, then
-    (with ``vectors``) the vectors it left missing. Interrupted (Ctrl-C) while the vectors
-    are built, it says what is kept and how to go on, and stops."""
+    (with ``vectors``) the vectors it left missing. Interrupted (Ctrl-C), it says what is
+    kept and how to go on, and stops."""
     a = run.args
     wait = not getattr(a, "no_wait", False)
-    with IndexProgress(run.err, request.root, quiet=a.quiet) as progress:
-        result = await cb.index(request, progress=progress.callback, wait=wait, vectors=False)
+    written = RunCounts()
+    try:
+        with IndexProgress(run.err, request.root, quiet=a.quiet) as progress:
+            result = await cb.index(
+                request, progress=progress.callback, wait=wait, vectors=False, counts=written
+            )
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # Each batch of files is written in one step: those written stay, and the next run
+        # finds them unchanged.
+        done = (
+            f"{written.files_written} of {counted(written.files_to_index, 'files')} were "
+            "written and are kept (searchable by exact terms)"
+            if written.files_to_index
+            else "no file was written yet"
+        )
+        run.err.print(
+            f"stopped: {done}; 'codebase-mcp index {request.root}' indexes the rest",
+            highlight=False,
+            markup=False,
+        )
+        raise
     missing = result.vectors_missing
     if not (vectors and missing):
         return result
     if not a.quiet:
         run.err.print(
             f"{result.repository_name} is searchable now (exact terms, ranked); embedding "
-            f"{missing} chunks for search by meaning (Ctrl-C keeps what is done)",
+            f"{counted(missing, 'chunks')} for search by meaning (Ctrl-C keeps what is done)",
             highlight=False,
             markup=False,
         )

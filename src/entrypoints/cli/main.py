@@ -7,35 +7,40 @@ stderr. Exit codes: 0 ok, 1 runtime failure, 2 bad input or unknown id, 130 inte
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
-import os
-import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from codebase_mcp_search.entrypoints.cli import interrupts
 
-import pydantic
-from rich.console import Console
+# Ctrl-C while these load (a second or two on a busy machine) ends the command as it would
+# at any other moment: one line, exit 130.
+with interrupts.loading():
+    import asyncio
+    import json
+    import logging
+    import os
+    import sys
+    from collections.abc import Awaitable, Callable, Sequence
+    from typing import Any
 
-from codebase_mcp_search.core.errors import CoreError, ValidationFailed
-from codebase_mcp_search.entrypoints.cli.admin import projects_command, repos_command
-from codebase_mcp_search.entrypoints.cli.code import index_command, search_command
-from codebase_mcp_search.entrypoints.cli.common import Run
-from codebase_mcp_search.entrypoints.cli.errors import (
-    EXIT_BROKEN_PIPE,
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    error_line,
-    exit_code,
-)
-from codebase_mcp_search.entrypoints.cli.jobs import jobs_command, worker_command
-from codebase_mcp_search.entrypoints.cli.parser import build_parser, command_parser
-from codebase_mcp_search.entrypoints.cli.tasks import tasks_command
-from codebase_mcp_search.entrypoints.doctor import diagnose
-from codebase_mcp_search.entrypoints.settings import Settings
+    import pydantic
+    from rich.console import Console
+
+    from codebase_mcp_search.core.errors import CoreError, ValidationFailed
+    from codebase_mcp_search.entrypoints.cli.admin import projects_command, repos_command
+    from codebase_mcp_search.entrypoints.cli.code import index_command, search_command
+    from codebase_mcp_search.entrypoints.cli.common import Run
+    from codebase_mcp_search.entrypoints.cli.errors import (
+        EXIT_BROKEN_PIPE,
+        EXIT_ERROR,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_USAGE,
+        error_line,
+        exit_code,
+    )
+    from codebase_mcp_search.entrypoints.cli.jobs import jobs_command, worker_command
+    from codebase_mcp_search.entrypoints.cli.parser import build_parser, command_parser
+    from codebase_mcp_search.entrypoints.cli.tasks import tasks_command
+    from codebase_mcp_search.entrypoints.doctor import diagnose
+    from codebase_mcp_search.entrypoints.settings import Settings
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -84,6 +89,9 @@ def _print_doctor(report: dict[str, Any], out: Console) -> None:
 
 
 async def _run(run: Run) -> int:
+    current = asyncio.current_task()
+    if current is not None:
+        interrupts.quiet_once_cancelled(current)
     command = COMMANDS.get(run.args.command)
     if command is not None:
         return await command(run)
@@ -115,8 +123,7 @@ class _Output(Console):
         raise BrokenPipeError
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``codebase-mcp`` console script."""
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -145,13 +152,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(error_line(e, command_parser(parser, args)) + "\n")
         return exit_code(e)
     except KeyboardInterrupt:
-        err.print("interrupted", highlight=False)
+        interrupts.say_interrupted()
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (| head): no traceback, no more output
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     finally:
         ours.removeHandler(handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``codebase-mcp`` console script (``argv`` None: this process's
+    command line, and the process ends after it; given: a call from Python, which goes on)."""
+    ending = argv is None
+    if ending:
+        interrupts.prepare_exit()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
+        interrupts.say_interrupted()
+        return EXIT_INTERRUPTED
+    finally:
+        if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
+            interrupts.defer_interrupts()
 
 
 if __name__ == "__main__":

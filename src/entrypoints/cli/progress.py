@@ -45,6 +45,11 @@ UNITS: dict[ProgressPhase, str] = {
 }
 
 
+def counted(n: int, unit: str) -> str:
+    """``1 file``, ``2 files`` (``unit`` is the plural)."""
+    return f"{n} {unit.removesuffix('s') if n == 1 else unit}"
+
+
 STAGES: dict[ProgressPhase, int] = {
     "waiting": 0,
     "scanning": 1,
@@ -66,7 +71,8 @@ class _CountColumn(ProgressColumn):
         unit = task.fields.get("unit")
         if not unit:
             return Text("")
-        text = f"{int(task.completed)}/{int(task.total or 0)} {unit}"
+        total = int(task.total or 0)
+        text = f"{int(task.completed)}/{counted(total, unit)}"
         if unit == "chunks" and task.speed:
             text += f", {task.speed:.0f} chunks/s"
         return Text(text)
@@ -165,7 +171,9 @@ class IndexProgress:
         if kind is None and not self._quiet:
             rate = self._embedding
             if rate.per_second is not None and rate.seconds >= MIN_RATE_S and rate.done:
-                self._line(f"embedded {rate.done} chunks, {rate.per_second:.1f} chunks/s")
+                self._line(
+                    f"embedded {counted(rate.done, 'chunks')}, {rate.per_second:.1f} chunks/s"
+                )
 
     def _line(self, text: str) -> None:
         stream = self._stream or sys.stderr
@@ -196,10 +204,9 @@ class IndexProgress:
         if first:
             if phase == "done":
                 return
-            counted = unit and total
-            self._line(f"{phase} {total} {unit}" if counted else phase)
+            self._line(f"{phase} {counted(total, unit)}" if unit and total else phase)
         elif unit and self._clock() - self._last_line >= HEARTBEAT_S:
-            text = f"{phase} {done}/{total} {unit}"
+            text = f"{phase} {done}/{counted(total, unit)}"
             rate = self._embedding.per_second if phase == "embedding" else None
             self._line(text + (f", {rate:.1f} chunks/s" if rate else ""))
 
@@ -221,7 +228,7 @@ class IndexProgress:
         found = self._rows.get(phase)
         if phase == "chunking":
             if found is None:
-                text = f"{total} files" if total else ""
+                text = counted(total, "files") if total else ""
                 self._rows[phase] = bar.add_task(phase, total=None, unit="", text=text)
             return
         row = found
