@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
-
-from codebase_mcp_search.adapters.onnx import bert_tables
 
 _CHINESE = (
     (0x4E00, 0x9FFF),
@@ -36,7 +36,12 @@ _CHINESE = (
 _SPECIAL_FLAGS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
 
 
-def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+# tokenizers' character classes (scripts/gen_bert_tables.py): its Unicode tables are not
+# Python's, some older (unassigned code points are kept, not dropped), some newer.
+TABLES = Path(__file__).parent / "bert_tables.json"
+
+
+def _char_class(ranges: Iterable[Sequence[int]]) -> str:
     """A regular expression character class body holding ``ranges`` (inclusive)."""
     return "".join(
         re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges
@@ -44,22 +49,21 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> tuple[re.Pattern[str], ...]:
+def _tables() -> tuple[tuple[re.Pattern[str], ...], dict[int, str]]:
     """(chars clean_text drops, whitespace it maps to a space, CJK chars, marks strip_accents
-    drops, the pre-tokenizer's words and punctuation), from tokenizers' own classes
-    (bert_tables), built once."""
-    punct = _char_class(bert_tables.PUNCT)
-    return (
-        re.compile(f"[{_char_class(bert_tables.DROP)}]"),
-        re.compile(f"[{_char_class(bert_tables.SPACE)}]"),
+    drops, the pre-tokenizer's words and punctuation), and the lowercase forms of tokenizers
+    (char by char: no final-sigma rule) unlike Python's; built once."""
+    tables = json.loads(TABLES.read_text(encoding="utf-8"))
+    punct = _char_class(tables["PUNCT"])
+    patterns = (
+        re.compile(f"[{_char_class(tables['DROP'])}]"),
+        re.compile(f"[{_char_class(tables['SPACE'])}]"),
         re.compile(f"([{_char_class(_CHINESE)}])"),
-        re.compile(f"[{_char_class(bert_tables.MARKS)}]"),
+        re.compile(f"[{_char_class(tables['MARKS'])}]"),
         re.compile(f"[{punct}]|[^ {punct}]+"),
     )
-
-
-# Lowercase forms of tokenizers' (char by char: no final-sigma rule) unlike Python's.
-_LOWER = {**bert_tables.LOWER, 0x03A3: "\u03c3"}
+    lower = {int(c): low for c, low in tables["LOWER"].items()} | {0x03A3: "\u03c3"}
+    return patterns, lower
 
 
 @dataclass(slots=True)
@@ -155,19 +159,19 @@ class WordPieceTokenizer:
     # --- BertNormalizer, BertPreTokenizer, WordPiece -------------------------------------
 
     def _normalize(self, text: str) -> str:
-        drop, space, chinese, marks, _ = _patterns()
+        (drop, space, chinese, marks, _), lower = _tables()
         text = space.sub(" ", drop.sub("", text))
         if self._chinese:
             text = chinese.sub(r" \1 ", text)
         if self._strip_accents:
             text = marks.sub("", unicodedata.normalize("NFD", text))
         if self._lowercase:
-            text = text.translate(_LOWER).lower()
+            text = text.translate(lower).lower()
         return text
 
     @staticmethod
     def _pre_tokenize(text: str) -> list[str]:
-        return _patterns()[4].findall(text)
+        return _tables()[0][4].findall(text)
 
     def _word_ids(self, word: str) -> list[int]:
         cached = self._words.get(word)
