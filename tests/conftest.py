@@ -44,7 +44,7 @@ FAST_INTEGRATION = frozenset(
         "test_onnx_embedder.py::test_a_hub_model_loads_from_the_local_cache_offline",
         "test_http_embedders.py::test_ollama_batches_with_prefixes_and_learns_the_dimension",
         # this harness: a killed run leaves no server behind
-        "test_killed_run.py::test_a_killed_run_leaves_no_server_and_no_folder[Signals.SIGKILL]",
+        "test_killed_run.py::test_a_killed_run_leaves_no_server_and_no_folder[SIGKILL]",
     }
 )
 

@@ -50,7 +50,9 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=str)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_a_killed_run_leaves_no_server_and_no_folder(
     sig: signal.Signals, tmp_path: Path, short_tmp: Path
 ) -> None:
