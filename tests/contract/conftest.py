@@ -223,7 +223,13 @@ async def job_queue(request: pytest.FixtureRequest) -> AsyncIterator[JobQueue]:
         yield queue
 
 
-@pytest.fixture(params=sorted(EMBEDDERS))
+@pytest.fixture(
+    params=[
+        # The local model needs torch: not in the fast tier (scripts/test.sh --fast).
+        pytest.param(name, marks=pytest.mark.torch) if name == "local" else name
+        for name in sorted(EMBEDDERS)
+    ]
+)
 async def embedder(request: pytest.FixtureRequest) -> AsyncIterator[Embedder]:
     async with EMBEDDERS[request.param](request) as adapter:
         assert isinstance(adapter, Embedder)

@@ -37,6 +37,7 @@ def test_the_wheel_holds_one_top_level_package(tmp_path: Path) -> None:
         assert f"{OURS}/{sub}" in names
     # Package data travels with its subpackage (the default model's tokenizer).
     assert f"{OURS}/adapters/onnx/minilm/tokenizer.json" in names
+    assert f"{OURS}/adapters/onnx/bert_tables.json" in names  # its tokenizer's character classes
     assert f"{OURS}/py.typed" in names
     assert f"codebase-mcp = {OURS}.entrypoints.cli.main:main" in scripts
 

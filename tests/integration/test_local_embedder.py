@@ -20,6 +20,9 @@ from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 from tests.embedding_servers import unused_port
 
+# Needs torch (the local extra): not in the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.torch
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 # Paraphrases that share no identifier with the function they describe.

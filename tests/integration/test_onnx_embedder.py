@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 import shutil
 import subprocess
@@ -77,6 +78,7 @@ def builtin_folder(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 @pytest.mark.parametrize("quantize", [True, False], ids=["int8-default", "packaged-graph"])
 async def test_vectors_agree_with_the_official_model_on_real_code(
     quantize: bool, model_cache: Path, own_chunks: list[str], official_vectors: Any
@@ -132,7 +134,11 @@ async def test_a_token_budget_embeds_a_chunks_beginning_and_counts_it(
     assert budget.max_tokens == 64
     assert result.truncated == 1  # the chunks longer than what the model saw
     # Equal to the full model's vector of the text cut to 64 tokens (62 and the two marks).
-    words = int8._tokenizer.encode(over, add_special_tokens=False)
+    # Offsets from tokenizers (the 'hub' extra, in 'dev'), whose ids the embedder's are.
+    reference = importlib.import_module("tokenizers").Tokenizer.from_file(
+        str(model_files_module.BUILTIN_FILES / "tokenizer.json")
+    )
+    words = reference.encode(over, add_special_tokens=False)
     cut = over[: words.offsets[61][1]]
     full = (await int8.embed_documents([fits, cut, "def f(): pass"])).vectors
     assert full[1] == pytest.approx(result.vectors[1], abs=1e-6)
@@ -245,14 +251,15 @@ async def test_a_missing_or_corrupt_folder_names_the_setting(
 @pytest.fixture
 def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An offline machine with a Hugging Face cache (the hub's own layout) in tmp_path."""
-    hub = importlib.import_module("huggingface_hub")
+    # Not an attribute of the package until imported (huggingface_hub 2.x loads lazily).
+    constants = importlib.import_module("huggingface_hub.constants")
     cache = tmp_path / "hf-cache"
     cache.mkdir()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     # huggingface_hub reads both at import: an imported one needs its constants set too.
-    monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     yield cache
 
 
@@ -297,6 +304,65 @@ async def test_a_hub_model_neither_cached_nor_reachable_names_the_setting(
     embedder = OnnxEmbedder("BAAI/bge-small-en-v1.5", cache_dir=tmp_path)
     assert embedder.model == "onnx/BAAI/bge-small-en-v1.5-int8"
     with pytest.raises(EmbedderUnavailable, match="CODEBASE_MCP_ONNX_MODEL=BAAI/bge-small-en"):
+        await embedder.open()
+
+
+@pytest.fixture
+def plain_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``pip install .`` leaves out: the ``hub`` extra (huggingface_hub, tokenizers)."""
+    for name in ("huggingface_hub", "huggingface_hub.errors", "tokenizers"):
+        monkeypatch.setitem(sys.modules, name, None)  # import then raises ImportError
+
+
+async def test_the_builtin_model_needs_no_hub_extra(
+    plain_install: None, model_cache: Path, own_chunks: list[str]
+) -> None:
+    embedder = OnnxEmbedder(cache_dir=model_cache)
+    got = await embedder.embed_documents(["def parse(path): ...", "class A: pass", "a " * 400])
+    assert got.truncated == 1
+    assert len(got.vectors[0]) == 384
+    assert len(await embedder.embed_query("split camelCase identifiers")) == 384
+
+
+async def test_a_hub_model_without_the_hub_extra_names_it(
+    plain_install: None, tmp_path: Path
+) -> None:
+    embedder = OnnxEmbedder("BAAI/bge-small-en-v1.5", cache_dir=tmp_path)
+    with pytest.raises(
+        EmbedderUnavailable,
+        match=r"CODEBASE_MCP_ONNX_MODEL=BAAI/bge-small-en-v1.5: .*'hub' extra: "
+        r"pip install 'codebase-mcp-search\[hub\]'",
+    ):
+        await embedder.open()
+
+
+def _other_tokenizer(folder: Path) -> None:
+    """The same vocabulary, in a configuration only ``tokenizers`` reads (a special token
+    matched after normalisation: no text here holds one, so the ids do not change)."""
+    config = json.loads((folder / "tokenizer.json").read_text())
+    config["added_tokens"][0]["normalized"] = True
+    (folder / "tokenizer.json").write_text(json.dumps(config))
+
+
+async def test_another_tokenizer_is_read_by_tokenizers(
+    builtin_folder: Path, tmp_path: Path, int8: OnnxEmbedder
+) -> None:
+    _other_tokenizer(builtin_folder)
+    embedder = OnnxEmbedder(model_dir=builtin_folder, cache_dir=tmp_path)
+    text = "def parse_config(path): ..."
+    assert await embedder.embed_query(text) == pytest.approx(await int8.embed_query(text), abs=1e-5)
+
+
+async def test_another_tokenizer_without_the_hub_extra_names_it(
+    plain_install: None, builtin_folder: Path, tmp_path: Path
+) -> None:
+    _other_tokenizer(builtin_folder)
+    embedder = OnnxEmbedder(model_dir=builtin_folder, cache_dir=tmp_path)
+    with pytest.raises(
+        EmbedderUnavailable,
+        match=r"CODEBASE_MCP_ONNX_MODEL_DIR=.*tokenizer.json is not BERT's WordPiece, which "
+        r"needs the 'hub' extra: pip install 'codebase-mcp-search\[hub\]'",
+    ):
         await embedder.open()
 
 

