@@ -148,6 +148,14 @@ def _explicit_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_idle_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test's embedded servers stop with their last user, as the test's own cleanup expects
+    (no server of a finished test is left up for the default idle period). Tests of the idle
+    period set it again."""
+    monkeypatch.setenv("CODEBASE_MCP_PG_IDLE_SECONDS", "0")
+
+
+@pytest.fixture(autouse=True)
 def _own_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's servers and workers share a job queue of their own: a job a test leaves
     behind in the shared test database is never taken up by the next test's worker."""

@@ -93,11 +93,19 @@ SEARCH_MAX_CANDIDATES: Final = 200
 ANN_M: Final = 10
 ANN_EF_CONSTRUCTION: Final = 40
 
+# --- The MCP server over HTTP/SSE (``codebase-mcp serve --host/--port``) --------------------
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 3000
+
 # --- Postgres connections (adapters.postgres.PgDatabase) ----------------------------------
 
 POOL_SIZE: Final = 8
 CONNECT_TIMEOUT_S: Final = 10.0
 STATEMENT_TIMEOUT_S: Final = 120.0
+# Seconds the embedded server stays up after its last user leaves (0: it stops with it), so
+# that a command run soon after the last one finds it running.
+PG_IDLE_S: Final = 300.0
 
 # --- Embedders ----------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 from dependency_injector import containers, providers
 
 from codebase_mcp_search.adapters.filesystem import LocalSourceTree
@@ -29,6 +29,9 @@ from codebase_mcp_search.entrypoints.embedders import embedder_choice
 from codebase_mcp_search.entrypoints.projects import ProjectServices, ProjectStores
 from codebase_mcp_search.entrypoints.settings import Settings
 
+if TYPE_CHECKING:
+    import httpx
+
 
 async def postgres_database(
     url: str | None,
@@ -36,6 +39,7 @@ async def postgres_database(
     pool_size: int,
     connect_timeout: float,
     statement_timeout: float,
+    idle_s: float,
 ) -> AsyncIterator[PgDatabase]:
     """The process's Postgres pool (embedded server when ``url`` is None); opens lazily."""
     database = PgDatabase(
@@ -44,6 +48,7 @@ async def postgres_database(
         pool_size=pool_size,
         connect_timeout_s=connect_timeout,
         statement_timeout_s=statement_timeout,
+        idle_s=idle_s,
     )
     try:
         yield database
@@ -53,6 +58,8 @@ async def postgres_database(
 
 async def http_client() -> AsyncIterator[httpx.AsyncClient]:
     """The process's one HTTP client (timeouts are set per request by the embedders)."""
+    import httpx  # here: a process that embeds nothing over HTTP never loads it
+
     async with httpx.AsyncClient(follow_redirects=True) as client:
         yield client
 
@@ -74,6 +81,7 @@ class Container(containers.DeclarativeContainer):
         pool_size=config.pool_size,
         connect_timeout=config.connect_timeout,
         statement_timeout=config.statement_timeout,
+        idle_s=config.pg_idle_seconds,
     )
     ann = providers.Singleton(
         AnnConfig, m=config.hnsw_m, ef_construction=config.hnsw_ef_construction

@@ -1,6 +1,9 @@
 """Which embedder a process uses: the configured one, opened, or (``auto``) the first that
 works of Ollama, the built-in ONNX model and the local extra, else none (lexical search only).
-A container resource (``Container.embedder_choice``): chosen once per process, and logged."""
+A container resource (``Container.embedder_choice``): chosen once per process, and logged.
+
+The HTTP and ONNX embedders are imported when chosen: a lexical search or a task command
+never loads httpx or the model's runtime (a CLI command's start is mostly imports)."""
 
 from __future__ import annotations
 
@@ -8,19 +11,20 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
-from codebase_mcp_search.adapters.ollama import UNREACHABLE as OLLAMA_UNREACHABLE
-from codebase_mcp_search.adapters.ollama import OllamaEmbedder
-from codebase_mcp_search.adapters.onnx import OnnxEmbedder
-from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
-from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions, redact_url
 from codebase_mcp_search.core.errors import EmbedderUnavailable
 from codebase_mcp_search.core.ports import Embedder
+
+if TYPE_CHECKING:
+    import httpx
+
+    from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+    from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+    from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+    from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions
 
 log = logging.getLogger("codebase_mcp")
 
@@ -41,6 +45,8 @@ class EmbedderChoice:
 
 def _options(config: Mapping[str, Any]) -> HttpEmbeddingOptions:
     """(``max_input_chars`` None: the embedder's own default for its server kind.)"""
+    from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions
+
     return HttpEmbeddingOptions(
         batch_size=config["embedding_batch_size"],
         max_in_flight=config["embedding_concurrency"],
@@ -51,6 +57,8 @@ def _options(config: Mapping[str, Any]) -> HttpEmbeddingOptions:
 
 
 def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbedder:
+    from codebase_mcp_search.adapters.ollama import OllamaEmbedder
+
     return OllamaEmbedder(
         client,
         config["ollama_base_url"],
@@ -60,6 +68,8 @@ def _ollama(config: Mapping[str, Any], client: httpx.AsyncClient) -> OllamaEmbed
 
 
 def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompatibleEmbedder:
+    from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
+
     key = config["openai_api_key"]
     return OpenAICompatibleEmbedder(
         client,
@@ -72,6 +82,8 @@ def _openai(config: Mapping[str, Any], client: httpx.AsyncClient) -> OpenAICompa
 
 def _onnx(config: Mapping[str, Any], client: httpx.AsyncClient) -> OnnxEmbedder:
     """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
+    from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+
     return OnnxEmbedder(
         config["onnx_model"],
         model_dir=config["onnx_model_dir"],
@@ -113,6 +125,8 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
         explicit = _OPENED[requested](config, client)
         await explicit.open()
         return EmbedderChoice(explicit, requested, requested, f"CODEBASE_MCP_EMBEDDER={requested}")
+    from codebase_mcp_search.adapters.ollama import UNREACHABLE as OLLAMA_UNREACHABLE
+
     server = _ollama(config, client)
     found, why_not_ollama = await server.has_model()
     # Something answers at Ollama's address but is not used: the user may have meant it to be.
@@ -155,5 +169,7 @@ async def embedder_choice(
     # A fallback is news worth a line on every command; the ordinary choice (the ONNX model
     # where no Ollama runs, or an explicit one) is what the user expects: doctor shows it.
     level = logging.INFO if choice.fallback else logging.DEBUG
+    from codebase_mcp_search.adapters.remote_embedding import redact_url
+
     log.log(level, "embedder: %s, %s [%s]", choice.chosen, model, redact_url(choice.reason))
     yield choice

@@ -15,8 +15,8 @@ from codebase_mcp_search.core.fusion import FusionMethod, FusionNormalisation
 
 MIN_TOKEN_CHARS = 16
 # Where ``codebase-mcp serve --transport http|sse`` listens unless told otherwise.
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 3000
+DEFAULT_HOST = defaults.DEFAULT_HOST
+DEFAULT_PORT = defaults.DEFAULT_PORT
 
 
 def _default_data_dir() -> Path:
@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=defaults.POOL_SIZE, ge=2, le=100)
     connect_timeout: float = Field(default=defaults.CONNECT_TIMEOUT_S, gt=0)
     statement_timeout: float = Field(default=defaults.STATEMENT_TIMEOUT_S, gt=0)
+    # Seconds the embedded server stays up after the last process using it exits (0: it stops
+    # with that process); a watcher process stops it then (adapters.postgres.linger).
+    pg_idle_seconds: float = Field(default=defaults.PG_IDLE_S, ge=0)
     # What each Postgres store keeps in this process (chunk texts, postings, a small project's
     # vectors, filter matches, the repository list), each within its budget; false: none,
     # every search reads the database (adapters.postgres.PgCaches).

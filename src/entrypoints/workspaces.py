@@ -4,6 +4,7 @@ container: one database pool, one embedder and one job queue shared by all proje
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import CoreError, Hint, ValidationFailed
@@ -21,6 +22,8 @@ from codebase_mcp_search.entrypoints.container import Container
 from codebase_mcp_search.entrypoints.embedders import EmbedderChoice
 from codebase_mcp_search.entrypoints.projects import ProjectServices, resolved
 from codebase_mcp_search.entrypoints.settings import Settings
+
+log = logging.getLogger("codebase_mcp")
 
 
 class Workspaces:
@@ -106,6 +109,18 @@ class Workspaces:
         except (CoreError, TimeoutError):
             return "unavailable"
         return "ok"
+
+    async def warm_up(self) -> None:
+        """Open the database pool now (starting the embedded server, on a fresh data directory
+        creating it), so that no first call waits for that. A failure is left to the calls,
+        which report it (and try again)."""
+        database = self.services.stores.database
+        if database is None:
+            return
+        try:
+            await database.pool()
+        except CoreError as e:
+            log.warning("the database is not ready yet: %s", e)
 
     async def embedder_status(self) -> str:
         """The embedder in use (``none``: lexical only); ``not loaded`` before the first index

@@ -38,6 +38,7 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "pool_size": [(PgDatabase, "pool_size")],
     "connect_timeout": [(PgDatabase, "connect_timeout_s")],
     "statement_timeout": [(PgDatabase, "statement_timeout_s")],
+    "pg_idle_seconds": [(PgDatabase, "idle_s")],
     "hnsw_m": [(AnnConfig, "m")],
     "hnsw_ef_construction": [(AnnConfig, "ef_construction")],
     "ollama_base_url": [(OllamaEmbedder, "base_url")],

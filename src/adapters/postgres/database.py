@@ -70,7 +70,8 @@ class ServerInfo:
 class PgDatabase:
     """Postgres: owns the process's asyncpg pool (and the embedded server when no URL is set).
 
-    ``url`` None means the embedded pgserver in ``data_dir``. The pool opens on first use, so a
+    ``url`` None means the embedded pgserver in ``data_dir``, which stays up ``idle_s`` after
+    its last user leaves (``adapters.postgres.linger``). The pool opens on first use, so a
     process that never touches Postgres never connects.
     """
 
@@ -82,8 +83,10 @@ class PgDatabase:
         pool_size: int = defaults.POOL_SIZE,
         connect_timeout_s: float = defaults.CONNECT_TIMEOUT_S,
         statement_timeout_s: float = defaults.STATEMENT_TIMEOUT_S,
+        idle_s: float = defaults.PG_IDLE_S,
     ) -> None:
         self._url = url
+        self._idle_s = idle_s
         self._embedded = url is None
         self._data_dir = data_dir
         self._pool_size = pool_size
@@ -142,7 +145,7 @@ class PgDatabase:
     async def _server_url(self) -> str:
         """The URL to connect to; the embedded server is started (again, if it died) first."""
         if self._embedded:
-            self._url = await start_embedded(self._data_dir / "postgres")
+            self._url = await start_embedded(self._data_dir / "postgres", self._idle_s)
         assert self._url is not None
         return self._url
 

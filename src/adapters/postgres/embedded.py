@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any, Final
 
 import asyncpg
 
+from codebase_mcp_search.adapters.postgres import linger
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import StoreUnavailable
 
@@ -30,6 +32,8 @@ def _import_pgserver() -> Any:
 
     return pgserver
 
+
+log = logging.getLogger("codebase_mcp")
 
 _DEFAULT_MB = 128  # initdb's shared_buffers
 _STARTING = threading.Lock()
@@ -93,8 +97,9 @@ def _configure(uri: str) -> bool:
         return thread.submit(asyncio.run, run()).result()
 
 
-def _start(data_dir: Path) -> str:
-    """Start (or attach to) the server, blocking: call it in a thread from async code."""
+def _start(data_dir: Path, idle_s: float = 0.0) -> str:
+    """Start (or attach to) the server, blocking: call it in a thread from async code. With
+    ``idle_s`` above 0 it stays up that long after its last user leaves (``linger``)."""
     pgserver = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
     # pgserver counts users per process: two threads of one process must not restart the
@@ -106,6 +111,9 @@ def _start(data_dir: Path) -> str:
         # processes on one data directory share one postmaster (initdb is serialised by a lock).
         _forget_dead_users(data_dir)
         _end_orphans(data_dir)
+        if idle_s > 0:
+            with pgserver.PostgresServer._lock:
+                linger.arrived(data_dir.expanduser().resolve(), idle_s)
         known = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
         server = pgserver.get_server(data_dir, cleanup_mode="stop")
         if server is known:
@@ -117,6 +125,7 @@ def _start(data_dir: Path) -> str:
             # A cluster made just now restarts with its settings, unless another process of
             # ours uses it already (cleanup stops the server only for its last user); then it
             # takes them at its next start. The new handle registers this process again.
+            server.cleanup_mode = "stop"
             server.cleanup()
             try:
                 server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
@@ -125,6 +134,12 @@ def _start(data_dir: Path) -> str:
                 # back to the default, for good.
                 _forget_settings(server.pgdata)
                 server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
+        # Lingering, this process leaves without stopping the server: the watcher does.
+        watched = False
+        if idle_s > 0:
+            with pgserver.PostgresServer._lock:
+                watched = linger.arrived(server.pgdata, idle_s)
+        server.cleanup_mode = None if watched else "stop"
     uri: str = server.get_uri()
     return uri
 
@@ -238,12 +253,13 @@ def _started_here(data_dir: Path) -> bool:
     return data_dir.expanduser().resolve() in pgserver.PostgresServer._instances
 
 
-async def start_embedded(data_dir: Path) -> str:
+async def start_embedded(data_dir: Path, idle_s: float = 0.0) -> str:
     """Start (or attach to) the embedded server in ``data_dir``; returns its connection URI.
-    A server this process started before and that died since is started again."""
+    A server this process started before and that died since is started again. ``idle_s``:
+    how long it stays up after its last user leaves (0: it stops with that user)."""
     before = _started_here(data_dir)
     try:
-        return await asyncio.to_thread(_start, data_dir)
+        return await asyncio.to_thread(_start, data_dir, idle_s)
     except Exception as e:  # pgserver raises plain exceptions from initdb/pg_ctl
         # Where it keeps its data, and pgserver's text (which names it), are the private
         # detail: a remote client is told what failed, never the server's paths.
@@ -262,11 +278,26 @@ async def start_embedded(data_dir: Path) -> str:
         ) from e
 
 
+def prestart_embedded(data_dir: Path, idle_s: float = 0.0) -> None:
+    """Start the embedded server of ``data_dir`` in a thread of its own, now: a process that
+    will need it soon has it up by then (``start_embedded`` waits for this start, then
+    attaches). A failure is left to ``start_embedded``, which tries again and reports it."""
+
+    def run() -> None:
+        try:
+            _start(data_dir, idle_s)
+        except Exception:  # reported by the start that needs the server
+            log.debug("early start of the embedded server failed", exc_info=True)
+
+    threading.Thread(target=run, name="embedded-postgres-start", daemon=True).start()
+
+
 def release_embedded(data_dir: Path) -> None:
     """This process is done with the embedded server of ``data_dir``: it leaves the server's
-    users, and stops the server if it was the last. pgserver does so at interpreter exit, but
-    a server stopped by SIGTERM never gets there: uvicorn re-raises the signal after its
-    graceful shutdown, and the default action ends the process without exit handlers."""
+    users, and stops the server if it was the last (unless it lingers: ``linger``). pgserver
+    does so at interpreter exit, but a server stopped by SIGTERM never gets there: uvicorn
+    re-raises the signal after its graceful shutdown, and the default action ends the process
+    without exit handlers."""
     pgserver = _import_pgserver()
     server = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
     if server is not None:
@@ -276,8 +307,11 @@ def release_embedded(data_dir: Path) -> None:
 
 
 def stop_embedded(data_dir: Path) -> None:
-    """Stop the embedded server of ``data_dir`` now (tests; normally it stops at exit)."""
+    """Stop the embedded server of ``data_dir`` now, if this process is its last user (tests;
+    normally it stops at exit, or after its idle period)."""
     pgserver = _import_pgserver()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"XDG_RUNTIME_DIR is not set")
-        pgserver.get_server(data_dir, cleanup_mode="stop").cleanup()
+        server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        server.cleanup_mode = "stop"
+        server.cleanup()

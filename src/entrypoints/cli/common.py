@@ -15,6 +15,15 @@ from codebase_mcp_search.entrypoints.settings import Settings
 KNOWN_SHOWN = 10
 
 
+class Output(Console):
+    """rich's console, except that a closed stdout ends the command as ``| head`` expects
+    (exit 141, in ``main``) rather than with rich's own exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 @dataclass(frozen=True)
 class Run:
     """One command's arguments, settings, stdout (data) and stderr (progress, messages)."""

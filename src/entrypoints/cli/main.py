@@ -3,6 +3,9 @@
 stdout carries data (``--json``: the MCP tool's response); progress, logs and errors go to
 stderr. Exit codes: 0 ok, 1 runtime failure, 2 bad input or unknown id, 130 interrupted
 (see ``entrypoints.cli.errors``).
+
+Only the parser is imported before the arguments are parsed: ``--help`` and a usage error cost
+no more than Python and argparse; each command imports what it runs (``COMMANDS``).
 """
 
 from __future__ import annotations
@@ -12,21 +15,15 @@ from codebase_mcp_search.entrypoints.cli import interrupts
 # Ctrl-C while these load (a second or two on a busy machine) ends the command as it would
 # at any other moment: one line, exit 130.
 with interrupts.loading():
-    import asyncio
+    import importlib
     import json
     import logging
     import os
     import sys
     from collections.abc import Awaitable, Callable, Sequence
-    from typing import Any
-
-    import pydantic
-    from rich.console import Console
+    from typing import TYPE_CHECKING, Any
 
     from codebase_mcp_search.core.errors import CoreError, ValidationFailed
-    from codebase_mcp_search.entrypoints.cli.admin import projects_command, repos_command
-    from codebase_mcp_search.entrypoints.cli.code import index_command, search_command
-    from codebase_mcp_search.entrypoints.cli.common import Run
     from codebase_mcp_search.entrypoints.cli.errors import (
         EXIT_BROKEN_PIPE,
         EXIT_ERROR,
@@ -36,26 +33,43 @@ with interrupts.loading():
         error_line,
         exit_code,
     )
-    from codebase_mcp_search.entrypoints.cli.jobs import jobs_command, worker_command
     from codebase_mcp_search.entrypoints.cli.parser import build_parser, command_parser
-    from codebase_mcp_search.entrypoints.cli.tasks import tasks_command
-    from codebase_mcp_search.entrypoints.doctor import diagnose
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from codebase_mcp_search.entrypoints.cli.common import Run
     from codebase_mcp_search.entrypoints.settings import Settings
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
-COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
-    "index": index_command,
-    "search": search_command,
-    "repos": repos_command,
-    "projects": projects_command,
-    "tasks": tasks_command,
-    "jobs": jobs_command,
-    "worker": worker_command,
+# Each command's module (under entrypoints.cli) and function, imported when it runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("code", "index_command"),
+    "search": ("code", "search_command"),
+    "repos": ("admin", "repos_command"),
+    "projects": ("admin", "projects_command"),
+    "tasks": ("tasks", "tasks_command"),
+    "jobs": ("jobs", "jobs_command"),
+    "worker": ("jobs", "worker_command"),
 }
 
 
+def _command(name: str) -> Callable[[Run], Awaitable[int]] | None:
+    if name not in COMMANDS:
+        return None
+    module, function = COMMANDS[name]
+    found: Callable[[Run], Awaitable[int]] = getattr(
+        importlib.import_module(f"codebase_mcp_search.entrypoints.cli.{module}"), function
+    )
+    return found
+
+
 def _settings() -> Settings:
+    import pydantic
+
+    from codebase_mcp_search.entrypoints.settings import Settings
+
     try:
         return Settings()
     except pydantic.ValidationError as e:
@@ -64,6 +78,16 @@ def _settings() -> Settings:
         secret = var.endswith(("_TOKEN", "_KEY"))  # never echo a credential, even a bad one
         shown = "***" if secret else first.get("input")
         raise ValidationFailed(var, shown, first["msg"]) from None
+
+
+def _start_database_early(settings: Settings, workers: int) -> None:
+    """``serve``: the embedded database starts (a fresh one is created) in a thread while the
+    server's modules load, so that it is up by the client's first call. Not for a group of
+    server processes: their supervisor is no user of the database."""
+    if settings.store == "postgres" and settings.database_url is None and workers == 1:
+        from codebase_mcp_search.adapters.postgres.embedded import prestart_embedded
+
+        prestart_embedded(settings.data_dir / "postgres", settings.pg_idle_seconds)
 
 
 def _print_doctor(report: dict[str, Any], out: Console) -> None:
@@ -89,12 +113,16 @@ def _print_doctor(report: dict[str, Any], out: Console) -> None:
 
 
 async def _run(run: Run) -> int:
+    import asyncio
+
     current = asyncio.current_task()
     if current is not None:
         interrupts.quiet_once_cancelled(current)
-    command = COMMANDS.get(run.args.command)
+    command = _command(run.args.command)
     if command is not None:
         return await command(run)
+    from codebase_mcp_search.entrypoints.doctor import diagnose
+
     report = await diagnose(run.settings)  # doctor: the only command that loads the embedder
     if run.args.json:
         print(json.dumps(report, indent=2))
@@ -114,22 +142,19 @@ class _StderrHandler(logging.Handler):
             self.handleError(record)
 
 
-class _Output(Console):
-    """rich's console, except that a closed stdout ends the command as ``| head`` expects
-    (exit 141, below) rather than with rich's own exit 1."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
-
-
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed on one line
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    out = _Output(soft_wrap=True)
+    import asyncio
+
+    from rich.console import Console
+
+    from codebase_mcp_search.entrypoints.cli.common import Output, Run
+
+    out = Output(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
     # Our log lines (the embedder auto chose, retries, truncation) go to stderr while this
     # command runs; stdout stays data.
@@ -140,12 +165,14 @@ def _main(argv: Sequence[str] | None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
+            settings = _settings()
+            _start_database_early(settings, args.workers)
             from codebase_mcp_search.entrypoints.mcp.transports import (
                 serve,  # fastmcp only for the server
             )
 
             # stdout is the protocol on stdio: nothing else may be printed there.
-            serve(_settings(), args.transport, args.host, args.port, args.workers)
+            serve(settings, args.transport, args.host, args.port, args.workers)
             return EXIT_OK
         return asyncio.run(_run(Run(args=args, settings=_settings(), out=out, err=err)))
     except CoreError as e:

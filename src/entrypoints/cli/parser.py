@@ -1,4 +1,9 @@
-"""The ``codebase-mcp`` command line's arguments: one sub-command per MCP tool, and more."""
+"""The ``codebase-mcp`` command line's arguments: one sub-command per MCP tool, and more.
+
+Light on purpose: ``--help`` and a usage error import this and no more (no pydantic, no
+database driver), so the values of the core's enums are spelled here; a unit test checks
+them against the enums.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +12,47 @@ import sys
 from typing import Any
 
 from codebase_mcp_search.core.defaults import (
+    DEFAULT_HOST,
     DEFAULT_JOB_PAGE,
+    DEFAULT_PORT,
     DEFAULT_SEARCH_LIMIT,
     DEFAULT_TASK_PAGE,
     MAX_JOB_PAGE,
     MAX_SEARCH_LIMIT,
     MAX_TASK_PAGE,
 )
-from codebase_mcp_search.core.models import JobStatus, SearchMode, TaskStatus
-from codebase_mcp_search.entrypoints.about import package_version
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_USAGE
-from codebase_mcp_search.entrypoints.settings import DEFAULT_HOST, DEFAULT_PORT
+
+# The values of core.models' TaskStatus, JobStatus and SearchMode (tests/unit/test_cli_light.py).
+TASK_STATUS_VALUES = ("need to be done", "in-progress", "complete")
+JOB_STATUS_VALUES = ("pending", "running", "blocked", "completed", "failed", "cancelled")
+SEARCH_MODE_VALUES = ("hybrid", "semantic", "lexical")
 
 PROJECT_HELP = "workspace id (default: CODEBASE_MCP_PROJECT or 'default')"
-STATUSES = ", ".join(repr(s.value) for s in TaskStatus)
-JOB_STATUSES = ", ".join(s.value for s in JobStatus)
+STATUSES = ", ".join(repr(s) for s in TASK_STATUS_VALUES)
+JOB_STATUSES = ", ".join(JOB_STATUS_VALUES)
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # one line, our exit code, no usage dump
         sys.stderr.write(f"VALIDATION_ERROR: {message} (see: {self.prog} --help)\n")
         raise SystemExit(EXIT_USAGE)
+
+
+class _Version(argparse.Action):
+    """argparse's ``version`` action, with the version read only when asked for (reading the
+    package's metadata costs more than the rest of ``--help``)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help")
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
+        from codebase_mcp_search.entrypoints.about import package_version
+
+        sys.stdout.write(f"codebase-mcp {package_version()}\n")
+        parser.exit()
 
 
 def _common(p: argparse.ArgumentParser, *, project: bool = True, group: bool = False) -> None:
@@ -87,7 +112,7 @@ def _code(sub: Any) -> None:
     )
     se.add_argument(
         "--mode",
-        choices=[m.value for m in SearchMode],
+        choices=list(SEARCH_MODE_VALUES),
         help="default: hybrid with an embedder, lexical without (lexical never loads a model)",
     )
     se.add_argument("--file-type", help="extension without the dot, e.g. py")
@@ -198,7 +223,7 @@ def _jobs(sub: Any) -> None:
 
 def build_parser() -> Parser:
     p = Parser(prog="codebase-mcp", description="Semantic code search for AI assistants.")
-    p.add_argument("--version", action="version", version=f"codebase-mcp {package_version()}")
+    p.add_argument("--version", action=_Version, help="show program's version number and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     _code(sub)
     _repos(sub)

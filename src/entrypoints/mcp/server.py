@@ -111,6 +111,10 @@ def build_server(
                     asyncio.to_thread, release_embedded, resolved.data_dir / "postgres"
                 )
             workspaces = await stack.enter_async_context(open_workspaces(resolved))
+            # The database starts (a fresh data directory's is created) while the client
+            # connects: no first call waits for it, and none but the calls of that moment do.
+            warming = asyncio.create_task(workspaces.warm_up(), name="database-warm-up")
+            stack.push_async_callback(_ended, warming)
             state = ServerState(workspaces=workspaces, roots=roots)
             runs_jobs = resolved.job_worker and (
                 not shares_jobs or stack.enter_context(job_worker_turn(resolved))
@@ -166,6 +170,13 @@ def build_server(
         return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
     return mcp
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` if it still runs, and wait for it to end."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 @contextlib.contextmanager

@@ -1,0 +1,43 @@
+"""``codebase-mcp --help`` stays light (issue 35): no pydantic, driver, numpy or MCP
+framework is imported before the arguments are parsed; the parser's copies of the core's
+enum values agree with the enums."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from codebase_mcp_search.core.models import JobStatus, SearchMode, TaskStatus
+from codebase_mcp_search.entrypoints.cli import parser
+
+HEAVY = ("fastmcp", "asyncpg", "numpy", "pydantic", "dependency_injector", "pgserver", "httpx")
+
+PROBE = """
+import sys
+from codebase_mcp_search.entrypoints.cli.main import main
+code = main({argv!r})
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+print("imported:", ",".join(heavy), file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["search", "--help"], ["search"], ["--version"]])
+def test_help_and_usage_errors_import_nothing_heavy(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode in (0, 2), done.stderr
+    assert done.stderr.splitlines()[-1] == "imported: "
+
+
+def test_the_parser_spells_the_core_enums_values() -> None:
+    assert tuple(s.value for s in TaskStatus) == parser.TASK_STATUS_VALUES
+    assert tuple(s.value for s in JobStatus) == parser.JOB_STATUS_VALUES
+    assert tuple(m.value for m in SearchMode) == parser.SEARCH_MODE_VALUES
