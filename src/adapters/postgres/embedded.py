@@ -180,34 +180,16 @@ def _end_orphans(data_dir: Path) -> None:
     pgserver = _import_pgserver()
     pgdata = data_dir.expanduser().resolve()
     with pgserver.PostgresServer._lock:
-        postmaster = _postmaster_pid(pgdata)
-        if postmaster is None or not _gone(postmaster):
+        postmaster = linger.postmaster_pid(pgdata)
+        if postmaster is None or not linger.gone(postmaster):
             return
         orphans = _processes_in(pgdata)
         for pid in orphans:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + ORPHANS_WAIT_S
-        while any(not _gone(pid) for pid in orphans) and time.monotonic() < deadline:
+        while any(not linger.gone(pid) for pid in orphans) and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-def _postmaster_pid(pgdata: Path) -> int | None:
-    try:
-        return int((pgdata / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _gone(pid: int) -> bool:
-    """Whether ``pid`` no longer runs (a zombie, dead but not yet reaped, is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return not _running(pid)
-    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _processes_in(pgdata: Path) -> list[int]:
