@@ -95,6 +95,10 @@ ANN_EF_CONSTRUCTION: Final = 40
 POOL_SIZE: Final = 8
 CONNECT_TIMEOUT_S: Final = 10.0
 STATEMENT_TIMEOUT_S: Final = 120.0
+# MiB every project's caches together may hold in one process (chunk texts, postings, vector
+# copies, filter matches, repository lists; adapters.postgres.cache_ledger): one project at
+# every cache's own bound takes about 150.
+CACHE_BUDGET_MB: Final = 256
 
 # --- Embedders ----------------------------------------------------------------------------
 

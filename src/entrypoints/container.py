@@ -36,6 +36,7 @@ async def postgres_database(
     pool_size: int,
     connect_timeout: float,
     statement_timeout: float,
+    cache_budget_mb: int,
 ) -> AsyncIterator[PgDatabase]:
     """The process's Postgres pool (embedded server when ``url`` is None); opens lazily."""
     database = PgDatabase(
@@ -44,6 +45,7 @@ async def postgres_database(
         pool_size=pool_size,
         connect_timeout_s=connect_timeout,
         statement_timeout_s=statement_timeout,
+        cache_budget_mb=cache_budget_mb,
     )
     try:
         yield database
@@ -74,6 +76,7 @@ class Container(containers.DeclarativeContainer):
         pool_size=config.pool_size,
         connect_timeout=config.connect_timeout,
         statement_timeout=config.statement_timeout,
+        cache_budget_mb=config.cache_budget_mb,
     )
     ann = providers.Singleton(
         AnnConfig, m=config.hnsw_m, ef_construction=config.hnsw_ef_construction
