@@ -2,17 +2,18 @@
 default), in embedded Postgres, with the hashing embedder (384-d).
 
 Generates a repository of Python files (deterministic: ten functions per file, one chunk each,
-identifiers and words drawn from a 5,000-word Zipf vocabulary, so a few terms sit in a third
-of the chunks and most in a few hundred, as in real code), indexes it through ``Codebase.index``
-(lexical and semantic layers, ANN segments) in a child process, then searches it in a fresh
-child process: the process a server would be, with nothing of the indexing in its memory.
-That process times ``SearchService.search`` end to end (SQL, fusion, ranking, context lines;
-query vectors computed before the clock starts) for --queries questions per mode, --repeat
-passes (the in-process caches emptied before each pass, as every pass asks the same
-questions), and reports p50/p95 per mode, its own resident memory (``VmRSS`` after the
-searches, and its peak ``VmHWM``), the bytes its caches account (when the code has a cache
-budget) and the summed RSS of the Postgres processes (shared buffers counted once per process:
-an upper bound, for information).
+about 29 words a chunk drawn from a 5,000-word Zipf vocabulary: the commonest term is in
+nearly every chunk, the tenth in a quarter of them, the rarest in 0.06%; queries draw their
+words alike, so most hit a term of hundreds of thousands of postings at 1M chunks), indexes it
+through ``Codebase.index`` (lexical and semantic layers, ANN segments) in a child process,
+then searches it in a fresh child process: the process a server would be, with nothing of the
+indexing in its memory. That process times ``SearchService.search`` end to end (SQL, fusion,
+ranking, context lines; query vectors computed before the clock starts) for --queries
+questions per mode, --repeat passes (the in-process caches emptied before each pass, as every
+pass asks the same questions), and reports p50/p95 per mode with its CPU time per search,
+its own resident memory (``VmRSS`` after the searches, and its peak ``VmHWM``), the bytes its
+caches account (when the code has a cache budget) and the summed RSS of the Postgres
+processes (shared buffers counted once per process: an upper bound, for information).
 
 The budget comes from the environment as for a server (``CODEBASE_MCP_CACHE_BUDGET_MB``;
 --budget-mb sets it for the search process). ``--keep DIR`` keeps the repository and the
@@ -175,6 +176,7 @@ async def search(keep: Path, n_queries: int, repeat: int) -> dict[str, Any]:
             await service.search(SearchQuery.build(q))
         for mode in ("lexical", "semantic", "hybrid"):
             samples: list[float] = []
+            cpu = time.process_time()
             for _ in range(repeat):
                 drop_caches = getattr(bench.store, "drop_caches", None)
                 if drop_caches is not None:
@@ -188,6 +190,9 @@ async def search(keep: Path, n_queries: int, repeat: int) -> dict[str, Any]:
                 "p50_ms": _pct(samples, 0.5),
                 "p95_ms": _pct(samples, 0.95),
                 "mean_ms": round(statistics.fmean(samples), 2),
+                # This process's CPU per search (threads included): less bent by other work
+                # on the machine than the wall clock.
+                "cpu_ms": round((time.process_time() - cpu) * 1000.0 / len(samples), 2),
                 "n": len(samples),
             }
         # Every pass's caches filled again, then what the process holds.

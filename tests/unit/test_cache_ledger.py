@@ -4,6 +4,8 @@ entries back first, and releasing a project empties its caches."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -135,6 +137,16 @@ def test_a_term_cut_from_a_larger_block_owns_its_arrays() -> None:
     (kept,) = process.postings["a"].held(STATE.token, [1]).values()
     assert kept is not None and kept.seqs.base is None and kept.contrib.base is None
     assert process.ledger.used == term_bytes(kept) < block.nbytes
+
+
+def test_a_cache_garbage_collected_leaves_the_ledger_with_its_bytes() -> None:
+    process = Process(budget=10**6)
+    process.chunks["a"].add(1, _chunk(1, 500))
+    process.chunks["b"].add(2, _chunk(2, 500))
+    del process.chunks["a"]
+    gc.collect()
+    assert process.ledger.used == chunk_bytes(_chunk(2, 500))
+    assert [a.project for a in process.ledger.accounts()].count("a") == 1  # its postings
 
 
 def test_a_negative_budget_is_refused() -> None:

@@ -7,7 +7,8 @@ the account used least recently, across every project of the process, one oldest
 time (each cache evicts its own least recently used entry), until the total is within the
 budget again; a cache used by the search under way is thus the last to lose entries. An entry
 larger than the whole budget is never kept (``fits``). Dropping a project (``release``) empties
-its caches at once.
+its caches at once; a cache that is garbage collected (its store discarded) leaves the ledger
+with its bytes.
 
 Sizes are estimates of what an entry keeps alive, said where each is computed: ``nbytes`` of a
 numpy array, ``sys.getsizeof`` of a string, plus a fixed overhead per entry for the objects
@@ -19,7 +20,9 @@ not the process.
 from __future__ import annotations
 
 import collections
+import itertools
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Final
 
@@ -30,22 +33,29 @@ class Account:
     """One cache's bytes in a ``CacheLedger``. ``evict`` lets go of the cache's oldest entry
     (crediting its bytes here) and returns False when it holds none; ``clear`` empties it."""
 
-    __slots__ = ("_clear", "_evict", "_ledger", "bytes", "name", "project")
+    __slots__ = ("__weakref__", "_clear", "_evict", "_held", "_key", "_ledger", "name", "project")
 
     def __init__(
         self,
         ledger: CacheLedger,
+        key: int,
         project: str,
         name: str,
         evict: Callable[[], bool],
         clear: Callable[[], None],
     ) -> None:
         self._ledger = ledger
+        self._key = key
         self.project = project
         self.name = name
         self._evict = evict
         self._clear = clear
-        self.bytes = 0
+        # Shared with the ledger's finalizer of this account: its bytes once it is gone.
+        self._held = [0]
+
+    @property
+    def bytes(self) -> int:
+        return self._held[0]
 
     def fits(self, nbytes: int) -> bool:
         """Whether an entry of ``nbytes`` may be kept at all (no larger than the budget)."""
@@ -54,17 +64,17 @@ class Account:
     def charge(self, nbytes: int) -> None:
         """The cache keeps ``nbytes`` more: entries of the least recently used accounts (this
         one last) go until the total is within the budget."""
-        self.bytes += nbytes
-        self._ledger._charged(self, nbytes)
+        self._held[0] += nbytes
+        self._ledger._charged(self._key, nbytes)
 
     def credit(self, nbytes: int) -> None:
         """The cache let go of ``nbytes``."""
-        self.bytes -= nbytes
+        self._held[0] -= nbytes
         self._ledger.used -= nbytes
 
     def touch(self) -> None:
         """The cache answered from what it holds: it is the most recently used."""
-        self._ledger._touched(self)
+        self._ledger._accounts.move_to_end(self._key)
 
     def evict(self) -> bool:
         return self._evict()
@@ -81,8 +91,11 @@ class CacheLedger:
             raise ValueError(f"a cache budget is 0 or more bytes, not {budget}")
         self.budget = budget
         self.used = 0
-        # Least recently used first.
-        self._accounts: collections.OrderedDict[int, Account] = collections.OrderedDict()
+        # Least recently used first; held weakly: a cache's account lives as long as it does.
+        self._accounts: collections.OrderedDict[int, weakref.ref[Account]] = (
+            collections.OrderedDict()
+        )
+        self._keys = itertools.count()
 
     @classmethod
     def of_mib(cls, mib: int) -> CacheLedger:
@@ -92,31 +105,39 @@ class CacheLedger:
         self, project: str, name: str, evict: Callable[[], bool], clear: Callable[[], None]
     ) -> Account:
         """A new account for a cache of ``project``."""
-        account = Account(self, project, name, evict, clear)
-        self._accounts[id(account)] = account
+        key = next(self._keys)
+        account = Account(self, key, project, name, evict, clear)
+        self._accounts[key] = weakref.ref(account)
+        weakref.finalize(account, self._gone, key, account._held)
         return account
+
+    def accounts(self) -> list[Account]:
+        """The live accounts, least recently used first."""
+        return [a for a in (ref() for ref in list(self._accounts.values())) if a is not None]
 
     def by_project(self) -> dict[str, int]:
         """Bytes held per project."""
         out: dict[str, int] = {}
-        for a in self._accounts.values():
+        for a in self.accounts():
             out[a.project] = out.get(a.project, 0) + a.bytes
         return out
 
     def release(self, project: str) -> None:
         """Empty every cache of ``project`` (dropped, or no longer served)."""
-        for account in [a for a in self._accounts.values() if a.project == project]:
-            account.clear()
+        for account in self.accounts():
+            if account.project == project:
+                account.clear()
 
-    def _touched(self, account: Account) -> None:
-        self._accounts.move_to_end(id(account))
+    def _gone(self, key: int, held: list[int]) -> None:
+        self._accounts.pop(key, None)
+        self.used -= held[0]
 
-    def _charged(self, account: Account, nbytes: int) -> None:
+    def _charged(self, key: int, nbytes: int) -> None:
         self.used += nbytes
-        self._accounts.move_to_end(id(account))
+        self._accounts.move_to_end(key)
         if self.used <= self.budget:
             return
-        for victim in list(self._accounts.values()):
+        for victim in self.accounts():
             while victim.bytes > 0 and self.used > self.budget:
                 if not victim.evict():
                     break

@@ -130,19 +130,8 @@ class PgChunkStore:
             KeptMatches(count, caches.filter_matches, *kept) if caches.filter_matches else count
         )
         vectors = VectorSearch(self._session, ann, matches)
-        self._vectors = (
-            VectorCopy(
-                vectors,
-                self._session,
-                self._spawn,
-                self._token,
-                chunks,
-                caches.vector_floats,
-                *kept,
-            )
-            if caches.vector_floats
-            else vectors
-        )
+        copying = (self._session, self._spawn, self._token, chunks, caches.vector_floats, *kept)
+        self._vectors = VectorCopy(vectors, *copying) if caches.vector_floats else vectors
         stored = StoredDimension()
         self._models = ModelGuard(KeptDimension(stored) if caches.dimension else stored)
         self._chunks = chunks
