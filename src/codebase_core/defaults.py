@@ -107,6 +107,11 @@ STATEMENT_TIMEOUT_S: Final = 120.0
 # that a command run soon after the last one finds it running.
 PG_IDLE_S: Final = 300.0
 
+# MiB every project's caches together may hold in one process (chunk texts, postings, vector
+# copies, filter matches, repository lists; adapters.postgres.cache_ledger): one project at
+# every cache's own bound takes about 150.
+CACHE_BUDGET_MB: Final = 256
+
 # --- Embedders ----------------------------------------------------------------------------
 
 # Texts per HTTP request, or per forward pass of the local model.

@@ -40,6 +40,7 @@ async def postgres_database(
     connect_timeout: float,
     statement_timeout: float,
     idle_s: float,
+    cache_budget_mb: int,
 ) -> AsyncIterator[PgDatabase]:
     """The process's Postgres pool (embedded server when ``url`` is None); opens lazily."""
     database = PgDatabase(
@@ -49,6 +50,7 @@ async def postgres_database(
         connect_timeout_s=connect_timeout,
         statement_timeout_s=statement_timeout,
         idle_s=idle_s,
+        cache_budget_mb=cache_budget_mb,
     )
     try:
         yield database
@@ -82,6 +84,7 @@ class Container(containers.DeclarativeContainer):
         connect_timeout=config.connect_timeout,
         statement_timeout=config.statement_timeout,
         idle_s=config.pg_idle_seconds,
+        cache_budget_mb=config.cache_budget_mb,
     )
     ann = providers.Singleton(
         AnnConfig, m=config.hnsw_m, ef_construction=config.hnsw_ef_construction

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     # vectors, filter matches, the repository list), each within its budget; false: none,
     # every search reads the database (adapters.postgres.PgCaches).
     pg_caches: bool = True
+    # MiB the caches of every project together may hold in the process (least recently used
+    # out first, across projects; adapters.postgres.cache_ledger). 0: nothing is kept.
+    cache_budget_mb: int = Field(default=defaults.CACHE_BUDGET_MB, ge=0, le=1_048_576)
     hnsw_m: int = Field(default=defaults.ANN_M, ge=4, le=100)
     hnsw_ef_construction: int = Field(default=defaults.ANN_EF_CONSTRUCTION, ge=8, le=1000)
     ollama_base_url: str = Field(

@@ -86,6 +86,7 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "max_concurrent_jobs": [(WorkerConfig, "max_concurrent")],
     "job_lease_seconds": [(WorkerConfig, "lease_s")],
     "job_queue": [(PgJobQueue, "queue")],
+    "cache_budget_mb": [(PgDatabase, "cache_budget_mb")],
     "job_retention_days": [(WorkerConfig, "retention_days")],
 }
 # Settings that no constructor has a default for: choices of the composition root, where

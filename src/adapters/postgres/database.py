@@ -24,6 +24,7 @@ from codebase_mcp_search.adapters.postgres._errors import (
     translate,
     translate_embedded,
 )
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger
 from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
 from codebase_mcp_search.adapters.postgres.embedded import start_embedded
 from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SQL, schema_name
@@ -72,7 +73,8 @@ class PgDatabase:
 
     ``url`` None means the embedded pgserver in ``data_dir``, which stays up ``idle_s`` after
     its last user leaves (``adapters.postgres.linger``). The pool opens on first use, so a
-    process that never touches Postgres never connects.
+    process that never touches Postgres never connects. ``cache_budget_mb``: what the caches of
+    every project's store over this database may hold in the process (``cache_ledger``).
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class PgDatabase:
         connect_timeout_s: float = defaults.CONNECT_TIMEOUT_S,
         statement_timeout_s: float = defaults.STATEMENT_TIMEOUT_S,
         idle_s: float = defaults.PG_IDLE_S,
+        cache_budget_mb: int = defaults.CACHE_BUDGET_MB,
     ) -> None:
         self._url = url
         self._idle_s = idle_s
@@ -101,6 +104,8 @@ class PgDatabase:
         self._background: dict[asyncio.Task[None], str] = {}
         self.changes = ChangeFeed(self._listening_connection)
         """The writes of each project seen by this process (see ``adapters.postgres.changes``)."""
+        self.cache_ledger = CacheLedger.of_mib(cache_budget_mb)
+        """The bytes every project's caches hold, against the budget (``cache_ledger``)."""
 
     @property
     def pool_size(self) -> int:
@@ -329,7 +334,7 @@ class PgDatabase:
             return await workspaces.sizes(conn)
 
     async def drop_workspace(self, project_id: str) -> None:
-        """Remove a project's schema and everything in it."""
+        """Remove a project's schema and everything in it, and what the process held of it."""
         name = schema_name(project_id)
         await self._cancel_background(project_id)
         try:
@@ -338,6 +343,7 @@ class PgDatabase:
         finally:
             # Also when the commit's outcome is unknown: what was kept may be gone.
             self.changes.bump(name)
+            self.cache_ledger.release(project_id)
         self._workspaces.pop(project_id, None)
 
     def spawn(self, project_id: str, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

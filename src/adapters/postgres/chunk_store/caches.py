@@ -18,6 +18,10 @@ current; each module says how it knows (chunk rows that never change, the change
   (``repositories``, on or off);
 - ``memos.KeptDimension`` over ``model_guard.StoredDimension``: the vector dimension
   (``dimension``, on or off).
+
+Each budget here bounds one project's cache; every cache but the dimension's (an int) also
+charges its bytes to the process's ``cache_ledger.CacheLedger`` (``PgDatabase.cache_ledger``),
+whose one budget bounds every project's caches together.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 ``KeptRepositories`` keeps the repository list (every search lists the repositories, to check
 their models) under the project's change token taken before it was read
 (``adapters.postgres.changes``): while the token is the same, no write of the project was
-seen, and the list answers; otherwise it is read again. Without a token nothing is kept.
+seen, and the list answers; otherwise it is read again. Without a token nothing is kept. The
+list is accounted to the process's budget (``cache_ledger``), ``REPOSITORY_BYTES`` a
+repository, and let go when the budget takes it back.
 
 ``KeptDimension`` keeps the project's vector dimension from the first read or write on: it
 changes only when a model switch retypes the vector column, which this store's guard reports
@@ -14,26 +16,47 @@ a vector of another size.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Final
 
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import StoredDimension
 from codebase_mcp_search.adapters.postgres.chunk_store.repositories import RepositoryReader
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.core.models import Repository
 
+# A ``Repository`` with its strings, timestamp and list slot (a generous estimate: a few
+# hundred bytes of fields), and the list's own.
+REPOSITORY_BYTES: Final = 2_000
+LIST_BYTES: Final = 200
+
 
 class KeptRepositories:
     """``RepositoryReader`` with the list kept between writes (see the module docstring)."""
 
     def __init__(
-        self, inner: RepositoryReader, token: Callable[[], Awaitable[Token | None]]
+        self,
+        inner: RepositoryReader,
+        token: Callable[[], Awaitable[Token | None]],
+        ledger: CacheLedger | None = None,
+        project: str = "",
     ) -> None:
         self._inner = inner
         self._token = token
         self._kept: tuple[Token, tuple[Repository, ...]] | None = None
+        self._account = (ledger or unbounded()).account(
+            project, "repositories", self._evict, self.clear
+        )
 
     def clear(self) -> None:
         self._kept = None
+        self._account.credit(self._account.bytes)
+
+    def _evict(self) -> bool:
+        if self._kept is None:
+            return False
+        self.clear()
+        return True
 
     async def all(self) -> list[Repository]:
         kept = await self._current()
@@ -41,8 +64,11 @@ class KeptRepositories:
             return list(kept)
         token = await self._token()
         found = await self._inner.all()
-        if token is not None:
+        nbytes = LIST_BYTES + REPOSITORY_BYTES * len(found)
+        if token is not None and self._account.fits(nbytes):
+            self.clear()
             self._kept = (token, tuple(found))
+            self._account.charge(nbytes)
         return found
 
     async def by_id(self, repository_id: str) -> Repository | None:
@@ -60,7 +86,10 @@ class KeptRepositories:
         if kept is None:
             return None
         token = await self._token()
-        return kept[1] if token is not None and token == kept[0] else None
+        if token is not None and token == kept[0]:
+            self._account.touch()
+            return kept[1]
+        return None
 
 
 class KeptDimension:

@@ -14,7 +14,9 @@ passed), nothing held answers until a read of the query's terms gives the genera
 the same one keeps everything held (under the new token), another one replaces it. Without
 a token (no listening connection) nothing is held or used, and the plain search answers. A
 term without postings is held too, as none. Bounded by postings (16 bytes each), the least
-recently used terms out first.
+recently used terms out first, and by the process's budget (``cache_ledger``), charged
+``term_bytes`` a term (its arrays are copies of their own, so that their bytes are all they
+keep alive, not the block of the statement's result they were cut from).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import asyncio
 import collections
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 import numpy as np
 
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
@@ -42,6 +45,10 @@ from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
+# Bytes a held term costs beyond its arrays' data: the ``Term``, two array headers, its key
+# and dict slot (a term without postings: the key and slot alone).
+TERM_OVERHEAD: Final = 400
+NO_TERM_BYTES: Final = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,18 @@ class Term:
     @property
     def size(self) -> int:
         return len(self.seqs)
+
+    def owned(self) -> Term:
+        """This term with arrays of their own (not views of a larger buffer)."""
+        if self.seqs.base is None and self.contrib.base is None:
+            return self
+        return Term(self.seqs.copy(), self.contrib.copy(), self.idf)
+
+
+def term_bytes(term: Term | None) -> int:
+    if term is None:
+        return NO_TERM_BYTES
+    return TERM_OVERHEAD + term.seqs.nbytes + term.contrib.nbytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +118,19 @@ def terms_of(
 
 
 class PostingsCache:
-    """A project's terms by key (see the module docstring)."""
+    """A project's terms by key (see the module docstring); ``ledger`` accounts them as
+    ``project``'s ``postings``."""
 
-    def __init__(self, max_postings: int) -> None:
+    def __init__(
+        self, max_postings: int, ledger: CacheLedger | None = None, project: str = ""
+    ) -> None:
         self._max = max_postings
         self._state: State | None = None
         self._terms: collections.OrderedDict[int, Term | None] = collections.OrderedDict()
         self._size = 0
+        self._account = (ledger or unbounded()).account(
+            project, "postings", self._evict_oldest, self.clear
+        )
 
     @property
     def state(self) -> State | None:
@@ -115,6 +140,7 @@ class PostingsCache:
         self._state = None
         self._terms.clear()
         self._size = 0
+        self._account.credit(self._account.bytes)
 
     def held(self, token: Token, keys: Iterable[int]) -> dict[int, Term | None]:
         """The terms of ``keys`` held for ``token`` (none for another token: what is held
@@ -127,6 +153,8 @@ class PostingsCache:
             if key in terms:
                 terms.move_to_end(key)
                 out[key] = terms[key]
+        if out:
+            self._account.touch()
         return out
 
     def add(self, state: State, terms: Mapping[int, Term | None]) -> None:
@@ -141,13 +169,23 @@ class PostingsCache:
             if key in self._terms:
                 continue
             size = term.size if term is not None else 0
-            if size > self._max:
+            if size > self._max or not self._account.fits(term_bytes(term)):
                 continue
-            self._terms[key] = term
+            kept = term.owned() if term is not None else None
+            self._terms[key] = kept
             self._size += size
-        while (self._size > self._max or len(self._terms) > MAX_TERMS) and self._terms:
-            _, dropped = self._terms.popitem(last=False)
-            self._size -= dropped.size if dropped is not None else 0
+            self._account.charge(term_bytes(kept))
+        while (self._size > self._max or len(self._terms) > MAX_TERMS) and self._evict_oldest():
+            pass
+
+    def _evict_oldest(self) -> bool:
+        """Let go of the least recently used term; False when none is held."""
+        if not self._terms:
+            return False
+        _, dropped = self._terms.popitem(last=False)
+        self._size -= dropped.size if dropped is not None else 0
+        self._account.credit(term_bytes(dropped))
+        return True
 
 
 def combined(
@@ -175,10 +213,12 @@ class HeldPostings:
         inner: LexicalSearch,
         token: Callable[[], Awaitable[Token | None]],
         max_postings: int,
+        ledger: CacheLedger | None = None,
+        project: str = "",
     ) -> None:
         self._inner = inner
         self._token = token
-        self.postings = PostingsCache(max_postings)
+        self.postings = PostingsCache(max_postings, ledger, project)
 
     @property
     def state(self) -> State | None:

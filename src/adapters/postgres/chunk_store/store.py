@@ -108,27 +108,30 @@ class PgChunkStore:
         ann = ann or AnnConfig()
         self.caches = caches = caches or PgCaches()
         """What this store keeps in the process, by budget."""
-        # Each component plain, with its cache layered on top unless its budget is 0.
+        # Each component plain, with its cache layered on top unless its budget is 0; every
+        # cache accounts its bytes to the process's ledger, under this project.
+        kept = (database.cache_ledger, project_id)
         reader = ChunkReader()
-        chunks = ChunkCache(reader, caches.chunk_chars) if caches.chunk_chars else reader
+        chunks = ChunkCache(reader, caches.chunk_chars, *kept) if caches.chunk_chars else reader
         repositories = RepositoryReader(self._session)
         self._repositories = (
-            KeptRepositories(repositories, self._token) if caches.repositories else repositories
+            KeptRepositories(repositories, self._token, *kept)
+            if caches.repositories
+            else repositories
         )
         lexical = LexicalSearch(self._session, chunks)
         self._lexical = (
-            HeldPostings(lexical, self._token, caches.postings) if caches.postings else lexical
+            HeldPostings(lexical, self._token, caches.postings, *kept)
+            if caches.postings
+            else lexical
         )
         count = FilterMatches(ann.exact_rows)
-        matches = KeptMatches(count, caches.filter_matches) if caches.filter_matches else count
-        vectors = VectorSearch(self._session, ann, matches)
-        self._vectors = (
-            VectorCopy(
-                vectors, self._session, self._spawn, self._token, chunks, caches.vector_floats
-            )
-            if caches.vector_floats
-            else vectors
+        matches = (
+            KeptMatches(count, caches.filter_matches, *kept) if caches.filter_matches else count
         )
+        vectors = VectorSearch(self._session, ann, matches)
+        copying = (self._session, self._spawn, self._token, chunks, caches.vector_floats, *kept)
+        self._vectors = VectorCopy(vectors, *copying) if caches.vector_floats else vectors
         stored = StoredDimension()
         self._models = ModelGuard(KeptDimension(stored) if caches.dimension else stored)
         self._chunks = chunks

@@ -15,7 +15,9 @@ no write of the project was seen since the copy was read or last found current (
 token, ``adapters.postgres.changes``, is unchanged) and every chosen chunk is held, the
 search needs no statement at all. A copy is read (in the background, on a pooled connection)
 once a generation has been searched twice by the database's scan, so a one-shot CLI search
-never pays for it, and only while ``n * dimension`` stays within the budget (``max_floats``).
+never pays for it, and only while ``n * dimension`` stays within the budget (``max_floats``)
+and the copy's bytes (``Copy.nbytes``) fit the process's (``cache_ledger``), which may take
+the copy back as it takes back any cache's entries.
 A filtered search, or one the copy cannot answer, is the plain search's.
 
 Scores are cosine similarities computed in float32 from unit vectors, as the memory store
@@ -36,6 +38,7 @@ import asyncpg
 import numpy as np
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import CHUNK_ROWS, Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
@@ -51,6 +54,10 @@ log = logging.getLogger(__name__)
 _NOT_READ: tuple[type[BaseException], ...] = (CoreError, *DRIVER_ERRORS, ValueError)
 # pgvector's binary form of a vector: dimension (int16), an unused int16, then the values.
 _VECTOR_HEADER = 4
+# Bytes of a copy beyond its arrays' data (the object and three array headers).
+_COPY_OVERHEAD = 512
+# Bytes a copy holds per vector beyond its floats: its seq and its rank (int64 each).
+_ROW_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,10 @@ class Copy:
     @property
     def dimension(self) -> int:
         return int(self.unit.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return _COPY_OVERHEAD + self.seqs.nbytes + self.unit.nbytes + self.ranks.nbytes
 
     def top(self, query: np.ndarray[Any, Any], limit: int) -> tuple[list[int], list[float]]:
         """The seqs of the ``limit`` rows most similar to ``query`` (ties by path and line),
@@ -144,6 +155,8 @@ class VectorCopy:
         token: Callable[[], Awaitable[Token | None]],
         chunks: Chunks,
         max_floats: int,
+        ledger: CacheLedger | None = None,
+        project: str = "",
     ) -> None:
         self.inner = inner
         self._session = session
@@ -151,6 +164,7 @@ class VectorCopy:
         self._token = token
         self._chunks = chunks
         self._max_floats = max_floats
+        self._account = (ledger or unbounded()).account(project, "vectors", self._evict, self.clear)
         self.held: Copy | None = None
         # The copy last known current, with the token taken before it was known to be.
         self._trusted: tuple[Copy, Token] | None = None
@@ -180,6 +194,7 @@ class VectorCopy:
         if held is None or held.dimension != query.shape[0]:
             return None
         token = await self._token()
+        self._account.touch()
         seqs, scores = held.top(query, limit)
         chunks = self._chunks.held(seqs, held.epoch)
         trusted = token is not None and self._trusted == (held, token)
@@ -191,8 +206,7 @@ class VectorCopy:
             first = rows[0]
             if (first["generation"], first["epoch"]) != (held.generation, held.epoch):
                 if self.held is held:
-                    self.held = None
-                    self._trusted = None
+                    self._hold(None)
                 return None
             chunks.update(self._chunks.decoded(rows, held.epoch))
             if token is not None and self.held is held:
@@ -202,8 +216,7 @@ class VectorCopy:
 
     def clear(self) -> None:
         """Forget the copy, and stop a read of one in progress."""
-        self.held = None
-        self._trusted = None
+        self._hold(None)
         self._seen = None
         if self._reading is not None:
             self._reading.cancel()
@@ -217,6 +230,8 @@ class VectorCopy:
             return
         if n_vectors <= 0 or n_vectors * dimension > self._max_floats:
             return
+        if not self._account.fits(_COPY_OVERHEAD + n_vectors * (4 * dimension + _ROW_BYTES)):
+            return
         if self._reading is not None and not self._reading.done():
             return
         self._reading = self._spawn(self._read())
@@ -228,8 +243,27 @@ class VectorCopy:
                 row = await db.conn.fetchrow(db.sql(READ_COPY))
             # Tens of milliseconds for the largest copy: off the loop serving requests.
             copy = await asyncio.to_thread(parse, row)
-            if copy is not None and copy.unit.size <= self._max_floats:
-                self.held = copy
+            if (
+                copy is not None
+                and copy.unit.size <= self._max_floats
+                and self._account.fits(copy.nbytes)
+            ):
+                self._hold(copy)
                 self._trusted = (copy, token) if token is not None else None
         except _NOT_READ as e:
             log.debug("vector copy not read: %s", e)
+
+    def _hold(self, copy: Copy | None) -> None:
+        """Hold ``copy`` (None: none) in place of the copy held, its bytes accounted."""
+        was, self.held, self._trusted = self.held, copy, None
+        if was is not None:
+            self._account.credit(was.nbytes)
+        if copy is not None:
+            self._account.charge(copy.nbytes)
+
+    def _evict(self) -> bool:
+        """Let go of the copy (the ledger takes its bytes back); False when none is held."""
+        if self.held is None:
+            return False
+        self._hold(None)
+        return True
