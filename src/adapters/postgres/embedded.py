@@ -157,7 +157,7 @@ def _forget_dead_users(data_dir: Path) -> None:
             return
         if not isinstance(pids, list):
             return
-        alive = [p for p in pids if isinstance(p, int) and _running(p)]
+        alive = [p for p in pids if isinstance(p, int) and linger.running(p)]
         if alive != pids:
             users.write_text(json.dumps(alive))
 
@@ -209,16 +209,6 @@ def _processes_in(pgdata: Path) -> list[int]:
                 continue
             found.append(int(entry.name))
     return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, another user's
-        return True
-    return True
 
 
 def _forget_settings(pgdata: Path) -> None:

@@ -124,14 +124,19 @@ def gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:  # exists, another user's
-            return False
-        return False
+        return not running(pid)
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists (a zombie too: see ``gone``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, another user's
+        return True
+    return True
 
 
 def _last_used(pgdata: Path) -> float:
