@@ -30,11 +30,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-LOCK = ".{}.linger"
+LOCK = ".linger"
 """Held (``flock``) by the data directory's watcher for as long as it runs. Beside the data
 directory, not in it: initdb takes only an empty directory, and a user notes its arrival
 before the start."""
-LAST_USED = ".{}.last_used"
+LAST_USED = ".last_used"
 """Touched by each user as it arrives: its time of change is the last arrival."""
 STOP_WAIT_S = 60.0
 """How long the watcher waits for a stopping server to be gone."""
@@ -95,8 +95,9 @@ def watcher_running(pgdata: Path) -> bool:
     return False
 
 
-def _beside(pgdata: Path, name: str) -> Path:
-    return pgdata.parent / name.format(pgdata.name)
+def _beside(pgdata: Path, suffix: str) -> Path:
+    """``.<data directory's name><suffix>`` beside it (``.postgres.linger``)."""
+    return pgdata.parent / f".{pgdata.name}{suffix}"
 
 
 def live_users(pgdata: Path) -> list[int]:
