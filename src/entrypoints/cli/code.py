@@ -254,8 +254,8 @@ def skipped_line(result: IndexResult) -> str | None:
 def print_index(result: IndexResult, out: Console, *, verbose: bool = False) -> None:
     out.print(
         f"[bold]{result.repository_name}[/] ({result.repository_id}): "
-        f"{result.files_indexed} files indexed, {result.files_unchanged} unchanged, "
-        f"{result.files_deleted} removed; {result.chunks_created} chunks written, "
+        f"{counted(result.files_indexed, 'files')} indexed, {result.files_unchanged} unchanged, "
+        f"{result.files_deleted} removed; {counted(result.chunks_created, 'chunks')} written, "
         f"{result.chunks_embedded} embedded ({result.embeddings_cached} from cache) "
         f"in {result.duration_seconds:.2f}s: [bold]{result.status.value}[/]",
         highlight=False,
