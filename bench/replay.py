@@ -278,6 +278,30 @@ async def score_repo(data: dict[str, Any], variant: Any, mode: str) -> list[dict
     return rows
 
 
+async def score_cosqa(data: dict[str, Any], variant: Any, mode: str) -> list[int | None]:
+    """The rank of each CoSQA query's gold function (None: not in the top 10)."""
+    svc = _service(data, variant)
+    ranks: list[int | None] = []
+    for text, path, start, end in data["queries"]:
+        r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
+        ranks.append(rank_of(list(r.hits), path, start, end))
+    return ranks
+
+
+async def score_own(data: dict[str, Any], variant: Any, mode: str) -> list[int | None]:
+    """The rank of each own-eval question's gold function (None: not in the top 10)."""
+    svc = _service(data, variant)
+    ranks: list[int | None] = []
+    for q in data["queries"]:
+        r = await svc.search(
+            SearchQuery.build(
+                q["query"], mode=mode, limit=10, repository_id=data["repo_ids"][q["corpus"]]
+            )
+        )
+        ranks.append(rank_of(list(r.hits), q["path"], q["start_line"], q["end_line"]))
+    return ranks
+
+
 async def score(args: argparse.Namespace) -> dict[str, Any]:
     d = Path(args.dir)
     variants = ranking_variants(args.variants)
@@ -313,12 +337,7 @@ async def score(args: argparse.Namespace) -> dict[str, Any]:
             if cosqa.exists() and not args.no_cosqa:
                 if not cosqa_data:
                     cosqa_data.append(pickle.loads(cosqa.read_bytes()))
-                data = cosqa_data[0]
-                svc = _service(data, v)
-                ranks: list[int | None] = []
-                for text, path, start, end in data["queries"]:
-                    r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
-                    ranks.append(rank_of(list(r.hits), path, start, end))
+                ranks = await score_cosqa(cosqa_data[0], v, mode)
                 entry["cosqa_mrr"] = metrics(ranks)["mrr@10"]
                 if args.dump:
                     entry["cosqa_ranks"] = ranks
@@ -326,19 +345,7 @@ async def score(args: argparse.Namespace) -> dict[str, Any]:
             if own.exists() and not args.no_own:
                 if not own_data:
                     own_data.append(pickle.loads(own.read_bytes()))
-                data = own_data[0]
-                svc = _service(data, v)
-                ranks = []
-                for q in data["queries"]:
-                    r = await svc.search(
-                        SearchQuery.build(
-                            q["query"],
-                            mode=mode,
-                            limit=10,
-                            repository_id=data["repo_ids"][q["corpus"]],
-                        )
-                    )
-                    ranks.append(rank_of(list(r.hits), q["path"], q["start_line"], q["end_line"]))
+                ranks = await score_own(own_data[0], v, mode)
                 entry["own_mrr"] = metrics(ranks)["mrr@10"]
                 if args.dump:
                     entry["own_ranks"] = ranks

@@ -13,6 +13,7 @@ the store's in-process caches emptied first (every pass asks the same questions)
 search (which goes first alternates), so both see the same caches and the same hour.
 
     python -m bench.search_latency [--files 16000 | --source DIR] [--unranked]
+        [--baseline '{"hollow_prior": 1.0}']
         [--out bench/results/x.json]
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from bench.harness import open_bench
 from bench.index_throughput import VERBS, WORDS, generate
-from bench.retrieval import emit
+from bench.retrieval import emit, ranking_variants
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.core.models import Embeddings, SearchQuery
 from codebase_mcp_search.core.ranking import RankingConfig
@@ -140,6 +141,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 services["/unranked"] = await bench.search_service(
                     embedder=precomputed, ranking=RankingConfig(enabled=False)
                 )
+            if args.baseline:
+                base = ranking_variants(None, {"b": json.loads(args.baseline)})["b"]
+                services["/baseline"] = await bench.search_service(
+                    embedder=precomputed, ranking=base.ranking, fusion=base.fusion
+                )
             for q in qs[:5]:  # warm the pool and plans
                 await ranked.search(SearchQuery.build(q))
             order = list(services.items())
@@ -207,6 +213,12 @@ def main() -> None:
     p.add_argument("--keep", default=None, help="keep repository and index in this folder")
     p.add_argument(
         "--unranked", action="store_true", help="also time every cell with the ranking stack off"
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="also time every cell with this ranking (JSON of RankingConfig fields, "
+        '"fusion": {FusionConfig fields}), query by query beside the default',
     )
     p.add_argument("--out", default=None)
     args = p.parse_args()

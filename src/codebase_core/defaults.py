@@ -82,6 +82,8 @@ FUSION_RRF_K: Final = 60
 # 19: a flat semantic list is an unsure one; repository benchmark +0.02, CoSQA and own eval
 # unchanged).
 FUSION_SEMANTIC_MIN_SPREAD: Final = 0.10
+# Share of a fused score taken from the better list (issue 36's fit kept 0: overall flat).
+FUSION_BEST_SHARE: Final = 0.0
 # Candidates each list contributes: a multiple of the requested limit, within bounds (100 for
 # the default limit of 10; the ceiling bounds the cost of a large limit).
 SEARCH_CANDIDATE_MULTIPLIER: Final = 10
@@ -152,6 +154,10 @@ HASH_DIMENSION: Final = 384
 # (bench/repo_search.py, bench/cosqa_eval.py, bench/own_eval.py; bench/README.md).
 RANK_SYMBOL_SEMANTIC_WEIGHT: Final = 0.3
 RANK_SYMBOL_LEXICAL_WEIGHT: Final = 1.0
+# Lexical weight for a question in words that names code identifiers (None: the fusion's).
+# Fitted with the hollow prior by bench/fit_ranker.py (issue 36: repository benchmark hybrid
+# 0.8406 -> 0.8457, own eval 0.687 -> 0.700, CoSQA unchanged; 1.5-3.0 alike).
+RANK_NAMED_LEXICAL_WEIGHT: Final[float | None] = 2.0
 # Above 1 + RANK_COHERENCE_BOOST, the most a candidate defining nothing can gain, so a
 # definition the lookup found outside the candidate lists (entering with this boost alone)
 # still ranks first (issue 19: repository benchmark symbol queries +0.011, hybrid +0.002,
@@ -181,6 +187,9 @@ RANK_STEM_BOOST_WORDS: Final = 4
 RANK_STEM_BOOST_POSITION: Final = 2
 RANK_STEM_ABBREVIATION: Final = 4
 RANK_COHERENCE_BOOST: Final = 0.2
+# A file's evidence for coherence: its best chunk plus this share of the rest (1.0, the sum:
+# issue 36's fit kept it; 0.25-0.5 lift CoSQA 0.003 and cost the repository benchmark).
+RANK_COHERENCE_REST_SHARE: Final = 1.0
 # The files the best candidate file names (issue 19: repository benchmark hybrid +0.011,
 # architecture +0.044, 11 of 16 repositories up; lexical +0.001; CoSQA and own eval
 # unchanged). Only for questions of at most 8 words: a longer one describes one function, and
@@ -197,6 +206,9 @@ RANK_GENERATED_PRIOR: Final = 0.3
 RANK_STUB_PRIOR: Final = 0.7
 RANK_BARREL_PRIOR: Final = 0.5
 RANK_TRIVIAL_PRIOR: Final = 0.3
+# A chunk carrying no behaviour (issue 36, fitted by bench/fit_ranker.py: own eval hybrid
+# +0.011, lexical +0.014, semantic +0.033; repository benchmark hybrid +0.001).
+RANK_HOLLOW_PRIOR: Final = 0.5
 RANK_FILE_DECAY: Final = 0.7
 RANK_FILE_FREE_CHUNKS: Final = 1
 

@@ -12,7 +12,9 @@ Two methods, both weighted and both producing a score in [0, 1]:
   candidates retrieved (best 1, worst 0), so the weights act on equal spreads, and a chunk
   missing from a list contributes 0. The semantic list is divided by at least
   ``semantic_min_spread``: when its candidates' cosines crowd into a narrow band (the model
-  sees no clear answer), its best scores below 1 and the lexical list decides more.
+  sees no clear answer), its best scores below 1 and the lexical list decides more. With
+  ``best_share`` above 0, that share of a chunk's score is the better of its two rescaled
+  scores instead of their weighted mean (0 by default: measured, not kept; bench/README.md).
 
 A chunk without a vector (its repository's semantic layer is still being built, or was never
 built) cannot be in the semantic list; that is no evidence against it. Listed in
@@ -52,6 +54,10 @@ class FusionConfig(BaseModel):
     # candidates score nearly alike (the model is unsure) is not stretched to [0, 1] and
     # weighs less against the lexical list. In the semantic score's units, ``(1 + cos) / 2``.
     semantic_min_spread: float = Field(default=defaults.FUSION_SEMANTIC_MIN_SPREAD, ge=0.0)
+    # linear only: this share of a chunk's fused score is the better of its two (normalised)
+    # scores instead of their weighted mean, so a chunk one list ranks first is not sunk by
+    # the other list's missing it.
+    best_share: float = Field(default=defaults.FUSION_BEST_SHARE, ge=0.0, le=1.0)
     # How many candidates each list contributes: a multiple of the requested limit, within
     # bounds (the ceiling bounds the cost of a large limit).
     candidate_multiplier: int = Field(default=defaults.SEARCH_CANDIDATE_MULTIPLIER, ge=1)
@@ -117,14 +123,16 @@ def fuse(
             lex_floor = min(lex.values(), default=0.0)
         for sc in (*semantic, *lexical):
             chunks[sc.chunk.id] = sc.chunk
-        fused = {
-            cid: (
-                lex.get(cid, lex_floor)
-                if cid in unvectored and wl > 0
-                else (ws * sem.get(cid, sem_floor) + wl * lex.get(cid, lex_floor)) / total_w
-            )
-            for cid in chunks
-        }
+        share = config.best_share
+        fused = {}
+        for cid in chunks:
+            lx = lex.get(cid, lex_floor)
+            if cid in unvectored and wl > 0:
+                fused[cid] = lx
+                continue
+            sm = sem.get(cid, sem_floor)
+            mean = (ws * sm + wl * lx) / total_w
+            fused[cid] = mean + share * (max(sm if ws > 0 else 0.0, lx if wl > 0 else 0.0) - mean)
     # Sorted on plain tuples: best first, then path and line; the position keeps a stable
     # sort's order for the rest and never lets a chunk be compared.
     ordered = sorted(

@@ -135,3 +135,21 @@ def test_a_spread_floor_keeps_scores_in_range_and_each_list_in_order(
     # With no lexical weight the semantic candidates keep their order.
     ids = {s.chunk.id for s in sem}
     assert [s.chunk.id for s in fused if s.chunk.id in ids] == [s.chunk.id for s in sem]
+
+
+@given(lists, lists, weights, weights, st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_a_best_share_moves_each_score_from_the_weighted_mean_toward_the_better_list(
+    a: list[int], b: list[int], ws: float, wl: float, share: float, other: float
+) -> None:
+    sem = _ranked(a, sorted((1 - i / 40 for i in range(len(a))), reverse=True))
+    lex = _ranked(b, sorted((1 - i / 40 for i in range(len(b))), reverse=True))
+    lo, hi = sorted((share, other))
+
+    def fused(s: float) -> dict[str, float]:
+        config = FusionConfig(semantic_weight=ws, lexical_weight=wl, best_share=s)
+        return {f.chunk.id: f.score for f in fuse(sem, lex, config)}
+
+    mean, low, high, best = fused(0.0), fused(lo), fused(hi), fused(1.0)
+    for cid, m in mean.items():
+        # Between the weighted mean (share 0) and the better list's score (share 1), rising.
+        assert m - 1e-12 <= low[cid] <= high[cid] + 1e-12 <= best[cid] + 2e-12

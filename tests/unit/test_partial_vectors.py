@@ -26,6 +26,7 @@ configs = st.builds(
     normalisation=st.sampled_from(["none", "minmax"]),
     semantic_weight=st.floats(0.0, 5.0),
     lexical_weight=st.floats(0.01, 5.0),
+    best_share=st.floats(0.0, 1.0),
 )
 
 
@@ -88,6 +89,10 @@ _functions = st.lists(
     unique=True,
 )
 _queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+# Questions in words that may name code (``parse_config``): their own fusion weights.
+_named_queries = st.lists(
+    st.sampled_from([*WORDS, "parse_config", "load_path", "sendMail"]), min_size=1, max_size=3
+).map(" ".join)
 
 
 def _tree(functions: list[tuple[str, str, str]]) -> InMemorySourceTree:
@@ -116,12 +121,13 @@ async def _indexed(functions: list[tuple[str, str, str]], share: float, seed: in
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_functions, _queries, st.booleans())
+@given(_functions, _named_queries, st.booleans(), st.sampled_from([None, 0.5, 2.0]))
 async def test_with_no_vectors_a_hybrid_search_ranks_exactly_as_a_lexical_one(
-    functions: list[tuple[str, str, str]], text: str, ranking: bool
+    functions: list[tuple[str, str, str]], text: str, ranking: bool, named: float | None
 ) -> None:
     store, embedder = await _indexed(functions, 0.0, 0)
-    service = SearchService(store, embedder, ranking=RankingConfig(enabled=ranking))
+    config = RankingConfig(enabled=ranking, named_lexical_weight=named)
+    service = SearchService(store, embedder, ranking=config)
     lexical = await service.search(SearchQuery.build(text, mode="lexical", limit=50))
     hybrid = await service.search(SearchQuery.build(text, mode="hybrid", limit=50))
     assert hybrid.mode is SearchMode.LEXICAL

@@ -3,7 +3,7 @@
 Pure functions over core models, applied by ``SearchService`` to the candidates of every mode,
 so every store ranks alike: ``query`` (what the query asks for), ``paths`` (what a path says),
 ``definitions`` (does a chunk define a name), ``path_words`` (a question's words in paths),
-``rerank`` (the scoring, in order).
+``hollow`` (chunks that carry no behaviour), ``rerank`` (the scoring, in order).
 """
 
 from codebase_mcp_search.core.ranking.config import RankingConfig

@@ -18,6 +18,10 @@ class RankingConfig(BaseModel):
     query_type_weights: bool = True
     symbol_semantic_weight: float = Field(default=defaults.RANK_SYMBOL_SEMANTIC_WEIGHT, ge=0.0)
     symbol_lexical_weight: float = Field(default=defaults.RANK_SYMBOL_LEXICAL_WEIGHT, ge=0.0)
+    # The fusion's lexical weight for a question in words that names code (``how does
+    # JsonReader handle lenient mode``, ``z.transform and z.pipe``): the names are found by
+    # their letters, as a symbol query's are. None: the fusion's own.
+    named_lexical_weight: float | None = Field(default=defaults.RANK_NAMED_LEXICAL_WEIGHT, gt=0.0)
     # Added, in units of the best candidate's score, to a chunk defining a queried name; times
     # ``stem_factor`` when its file is named after it. Names inside a sentence get
     # ``embedded_factor`` of it.
@@ -52,6 +56,9 @@ class RankingConfig(BaseModel):
     stem_abbreviation: int = Field(default=defaults.RANK_STEM_ABBREVIATION, ge=0)
     # Added to a file's best chunk, times its file's summed candidate score over the best file's.
     coherence_boost: float = Field(default=defaults.RANK_COHERENCE_BOOST, ge=0.0)
+    # A file's evidence for that: its best chunk's score plus this share of its other
+    # chunks' (1.0: the sum of all).
+    coherence_rest_share: float = Field(default=defaults.RANK_COHERENCE_REST_SHARE, ge=0.0, le=1.0)
     # Multipliers for files that are not the source a code question wants (see ranking.paths).
     priors: bool = True
     test_prior: float = Field(default=defaults.RANK_TEST_PRIOR, gt=0.0, le=1.0)
@@ -75,6 +82,9 @@ class RankingConfig(BaseModel):
     reference_words: int = Field(default=defaults.RANK_REFERENCE_WORDS, ge=0)
     # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
     trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
+    # A chunk that carries no behaviour (a marker or one-line type, a bare type header, an
+    # import block or re-export file) unless the query names it (``ranking.hollow``).
+    hollow_prior: float = Field(default=defaults.RANK_HOLLOW_PRIOR, gt=0.0, le=1.0)
     # A file's chunks after its first ``file_free_chunks`` count this much, then this
     # squared, ...
     file_decay: float = Field(default=defaults.RANK_FILE_DECAY, gt=0.0, le=1.0)

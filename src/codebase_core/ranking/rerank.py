@@ -5,7 +5,8 @@ are first taken relative to the best candidate (1.0), so every boost below is in
 best retrieval score and means the same whatever the retrieval's scale. Then, in order:
 
 1. **File coherence**: a file's best chunk gains ``coherence_boost`` times the file's summed
-   candidate score over the best file's (a file with several strong chunks is about the query).
+   candidate score over the best file's (a file with several strong chunks is about the query;
+   with ``coherence_rest_share`` below 1, its best chunk's plus that share of the rest).
 2. **Definitions**: a chunk that defines a queried name (``ranking.definitions``) gains
    ``definition_boost``, times ``stem_factor`` when its file is named after it; names written
    inside a sentence count ``embedded_factor`` of that. Definitions the retrievals missed
@@ -28,7 +29,11 @@ best retrieval score and means the same whatever the retrieval's scale. Then, in
    vendored or generated copies, declaration stubs and re-export barrels rank below the source
    unless the query asks for that kind of file (an old version kept in a version folder beside
    a newer one, ``v3/`` beside ``v4/``, counts as a compatibility copy unless the query names
-   it); a chunk with almost nothing in it ranks low.
+   it); a chunk with almost nothing in it ranks low. A chunk that carries no behaviour
+   (``ranking.hollow``: a marker type, a bare class header, an import block) counts
+   ``hollow_prior`` unless the query names it, after handing its score to its file's best
+   working candidate when that is lower: the file keeps its place, shown by the code that
+   does the work.
 5. **Diversity**: taken best first, a file's first ``file_free_chunks`` chunks keep their
    score, the next counts ``file_decay`` of it, the next ``file_decay**2``..., so ten results
    cover more files. A file's best chunk keeps its score, so it never falls below another
@@ -49,6 +54,7 @@ from codebase_mcp_search.core.models import Chunk, ScoredChunk
 from codebase_mcp_search.core.ranking import paths
 from codebase_mcp_search.core.ranking.config import RankingConfig
 from codebase_mcp_search.core.ranking.definitions import definition_gains
+from codebase_mcp_search.core.ranking.hollow import HOLLOW_KINDS, is_hollow, named_by
 from codebase_mcp_search.core.ranking.path_words import (
     files_path_matches,
     path_shares,
@@ -110,6 +116,40 @@ def _prior(chunk: Chunk, factors: Mapping[FileRole, float], trivial_prior: float
     """The multiplier for the kind of file ``chunk`` is in (``factors``: ``role_factors``)."""
     factor = factors[paths.file_role(chunk.file_path, chunk.content)]
     return factor * trivial_prior if is_trivial(chunk.content) else factor
+
+
+def hand_over(
+    chunks: Mapping[str, Chunk],
+    raw: dict[str, float],
+    factor: dict[str, float],
+    hollow: Mapping[str, bool],
+    prior: float,
+) -> None:
+    """Chunks of ``hollow`` (id: whether it is an import block) count ``prior`` of their
+    score, after each file's best working candidate took its file's best hollow score when
+    that is higher: the file keeps its place, shown by the code that does the work. An import
+    block with no working candidate in its file keeps its score: it may be a re-export file
+    that is the answer. In place: ``raw`` (before priors) and ``factor`` (the priors)."""
+    best_hollow: dict[_FileKey, float] = {}
+    best_work: dict[_FileKey, str] = {}
+    for cid in sorted(chunks):
+        c = chunks[cid]
+        k = (c.repository_id, c.file_path)
+        final = raw[cid] * factor[cid]
+        if cid in hollow:
+            best_hollow[k] = max(best_hollow.get(k, 0.0), final)
+        elif is_trivial(c.content):
+            continue  # nothing to read: no stand-in for its file
+        elif k not in best_work or final > raw[best_work[k]] * factor[best_work[k]]:
+            best_work[k] = cid
+    for k, score in best_hollow.items():
+        w = best_work.get(k)
+        if w is not None and score > raw[w] * factor[w]:
+            raw[w] = score / factor[w]
+    for cid, imports in hollow.items():
+        c = chunks[cid]
+        if not imports or (c.repository_id, c.file_path) in best_work:
+            factor[cid] *= prior
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -218,10 +258,17 @@ def rerank(
             file_sum[k] += score
             if k not in best or score > base[best[k]]:
                 best[k] = cid
-        most = max(file_sum.values())
+        # A file's evidence: its best chunk plus a share of the rest.
+        share = config.coherence_rest_share
+        evidence = (
+            file_sum
+            if share == 1.0
+            else {k: base[cid] + share * (file_sum[k] - base[cid]) for k, cid in best.items()}
+        )
+        most = max(evidence.values())
         if most > 0:
             for k, cid in best.items():
-                gain[cid] += config.coherence_boost * file_sum[k] / most
+                gain[cid] += config.coherence_boost * evidence[k] / most
     # Per file: what its path adds (words of the query in it, a name the query says).
     path_gain: dict[str, float] = {}
     files = {c.file_path for c in chunks.values()}
@@ -254,6 +301,17 @@ def rerank(
     raw = {
         cid: base[cid] + gain[cid] + path_gain.get(c.file_path, 0.0) for cid, c in chunks.items()
     }
+    if config.priors and config.hollow_prior < 1.0:
+        said = frozenset(paths.normalise_name(t) for t in (*profile.tokens, *profile.names))
+        hollow = {
+            cid: c.kind == "module"
+            for cid, c in chunks.items()
+            if c.kind in HOLLOW_KINDS
+            and is_hollow(c)
+            and not is_trivial(c.content)
+            and not named_by(c, said)
+        }
+        hand_over(chunks, raw, factor, hollow, config.hollow_prior)
     n_words = question_words(profile)
     if (
         config.reference_boost > 0

@@ -7,7 +7,7 @@ candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
 - lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``);
 - hybrid: the fused score (see ``core.fusion``), with fusion weights chosen by the
-  query's kind (a name or a question in words).
+  query's kind (a name, a question in words that names code, or one that names none).
 ``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
 off (``RankingConfig(enabled=False)``) it is the retrieval score.
 
@@ -216,6 +216,14 @@ class SearchService:
     def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
         """The fusion weights for this kind of query."""
         r = self._ranking
+        if (
+            r.enabled
+            and r.query_type_weights
+            and not profile.is_symbol
+            and profile.names
+            and r.named_lexical_weight is not None
+        ):
+            return self._fusion.model_copy(update={"lexical_weight": r.named_lexical_weight})
         if not (r.enabled and r.query_type_weights and profile.is_symbol):
             return self._fusion
         return self._fusion.model_copy(

@@ -1,0 +1,331 @@
+"""Fit the ranking stack's weights, cross-validated by repository (issue 36).
+
+The ranking score is a linear combination: the fused retrieval score plus weighted gains
+(definition, path words, file named after a query word, file coherence, references), times
+priors (test, docs, hollow chunks...), then the per-file decay. Its weights were tuned by hand;
+this script fits them. The score is not one dot product that a pairwise logistic model could
+stand in for: priors multiply it, the decay and the collapsing of duplicates act after it, and
+the metrics count files and spans. So the weights are fitted on the metric itself, through the
+real ``SearchService`` over the recorded retrievals of ``bench.replay`` (direct search over a
+grid of weights, the coordinate-ascent family of linear learning to rank):
+
+1. a pool of configurations, fixed before any is scored: the hand-tuned weights (``BASE``),
+   each weight moved alone over its grid (``SPACE``), and ``--configs`` random draws from
+   the grid (seeded);
+2. every configuration scores every query of the three evals in each mode (``MODES``):
+   repository-benchmark NDCG@10, CoSQA and own-eval reciprocal rank;
+3. the groups are the 16 dev repositories, CoSQA and the own eval. The objective over a set of
+   groups is, per mode, the mean of its blocks (the repositories' mean NDCG@10, CoSQA MRR@10,
+   own-eval MRR@10; each block present only if it holds a group of the set), weighed over the
+   modes by ``MODES``. A configuration is admissible only if none of those blocks is below
+   BASE's in the ``GUARDED`` modes (a change is adopted only if no eval is worse: without it,
+   the 60 own-eval questions, a third of the objective, outweighed the repositories);
+4. per fold, one round of coordinate ascent from its groups only: BASE with every weight that,
+   moved alone, is admissible and raises the objective set to its best value (scored too);
+5. leave one group out: for each group, the admissible configuration best on the other 17
+   (among the pool and that fold's own coordinate step) is scored on the one held out. The
+   held-out figures (each repository, CoSQA, the own eval, as scored by a configuration
+   chosen without it) are the estimate to report; the fitted one (chosen on all 18 groups,
+   the one shipped in ``core.defaults``) is in-sample.
+
+    python -m bench.replay record --bench repo|cosqa|own --out DIR   # once each, one DIR
+    python -m bench.fit_ranker --dir DIR [--configs 40] [--seed 0] [--workers 2] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import replay
+from bench.retrieval import Variant
+from codebase_mcp_search.core.ranking import RankingConfig
+
+# The hand-tuned weights (issue 19), the centre of the pool; ``fusion.`` ones are FusionConfig's.
+BASE: dict[str, float | None] = {
+    "definition_boost": 1.5,
+    "path_boost": 1.0,
+    "stem_boost": 0.5,
+    "coherence_boost": 0.2,
+    "coherence_rest_share": 1.0,
+    "reference_boost": 0.2,
+    "hollow_prior": 1.0,
+    "file_decay": 0.7,
+    "fusion.lexical_weight": 0.5,
+    "fusion.semantic_min_spread": 0.1,
+    "fusion.best_share": 0.0,
+    "named_lexical_weight": None,
+}
+SPACE: dict[str, tuple[float | None, ...]] = {
+    "definition_boost": (1.0, 1.5, 2.0),
+    "path_boost": (0.5, 0.75, 1.0, 1.25, 1.5),
+    "stem_boost": (0.25, 0.5, 0.75),
+    "coherence_boost": (0.1, 0.2, 0.3, 0.4),
+    "coherence_rest_share": (0.25, 0.5, 1.0),
+    "reference_boost": (0.1, 0.2, 0.3),
+    "hollow_prior": (0.3, 0.5, 0.7, 1.0),
+    "file_decay": (0.5, 0.6, 0.7, 0.8),
+    "fusion.lexical_weight": (0.3, 0.5, 0.7),
+    "fusion.semantic_min_spread": (0.1, 0.15, 0.2),
+    "fusion.best_share": (0.0, 0.2, 0.4),
+    "named_lexical_weight": (None, 1.0, 2.0, 3.0),
+}
+# Weight of each mode in the objective: hybrid is the default, lexical serves every project
+# without a model, semantic is asked for by name.
+MODES: dict[str, float] = {"hybrid": 1.0, "lexical": 1.0, "semantic": 0.5}
+# Modes in which a chosen configuration may be worse than BASE on no eval.
+GUARDED = ("hybrid", "lexical")
+
+_DATA: dict[str, Any] = {}
+
+
+def pool(n_random: int, seed: int) -> list[dict[str, float | None]]:
+    """BASE, each weight moved alone over its grid, then ``n_random`` draws (no repeats)."""
+    out = [dict(BASE)]
+    for name, values in SPACE.items():
+        for v in values:
+            if v != BASE[name]:
+                out.append({**BASE, name: v})
+    rng = random.Random(seed)
+    seen = {json.dumps(c, sort_keys=True) for c in out}
+    wanted = len(out) + n_random
+    while len(out) < wanted:
+        c = {name: rng.choice(values) for name, values in SPACE.items()}
+        name = json.dumps(c, sort_keys=True)
+        if name not in seen:
+            seen.add(name)
+            out.append(c)
+    return out
+
+
+def key(config: dict[str, float | None]) -> str:
+    """A configuration's name in the cache of scored ones (a weight left unset, None, is
+    left out: a cache written before that weight existed still answers)."""
+    return json.dumps({k: v for k, v in config.items() if v is not None}, sort_keys=True)
+
+
+def variant(config: dict[str, float | None]) -> Variant:
+    fusion = {k[len("fusion.") :]: v for k, v in config.items() if k.startswith("fusion.")}
+    ranking = {k: v for k, v in config.items() if not k.startswith("fusion.")}
+    return Variant(RankingConfig(**ranking), fusion)
+
+
+def _load(directory: str) -> None:
+    d = Path(directory)
+    _DATA["repo"] = {f.stem[5:]: pickle.loads(f.read_bytes()) for f in sorted(d.glob("repo_*.pkl"))}
+    for name in ("cosqa", "own"):
+        f = d / f"{name}.pkl"
+        _DATA[name] = pickle.loads(f.read_bytes()) if f.exists() else None
+
+
+def _rr(ranks: list[int | None]) -> list[float]:
+    return [1.0 / r if r and r <= 10 else 0.0 for r in ranks]
+
+
+def evaluate(config: dict[str, float | None]) -> dict[str, dict[str, list[float]]]:
+    """Per mode, per group: each query's NDCG@10 (a repository) or reciprocal rank."""
+
+    async def run() -> dict[str, dict[str, list[float]]]:
+        v = variant(config)
+        out: dict[str, dict[str, list[float]]] = {}
+        for mode in MODES:
+            groups: dict[str, list[float]] = {}
+            for repo, data in _DATA["repo"].items():
+                groups[repo] = [r["ndcg"] for r in await replay.score_repo(data, v, mode)]
+            if _DATA["cosqa"] is not None:
+                groups["@cosqa"] = _rr(await replay.score_cosqa(_DATA["cosqa"], v, mode))
+            if _DATA["own"] is not None:
+                groups["@own"] = _rr(await replay.score_own(_DATA["own"], v, mode))
+            out[mode] = groups
+        return out
+
+    return asyncio.run(run())
+
+
+def group_scores(results: list[dict[str, dict[str, list[float]]]]) -> dict[str, np.ndarray]:
+    """Per mode, a (configurations x groups) array of each group's mean metric."""
+    groups = sorted(results[0]["hybrid"])
+    return {
+        mode: np.array([[float(np.mean(r[mode][g])) for g in groups] for r in results])
+        for mode in MODES
+    }
+
+
+def objective(scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray) -> np.ndarray:
+    """Each configuration's objective over the groups where ``keep`` is true (see the
+    module docstring)."""
+    repo = np.array([not g.startswith("@") for g in groups]) & keep
+    total = np.zeros(next(iter(scores.values())).shape[0])
+    for mode, weight in MODES.items():
+        s = scores[mode]
+        blocks = []
+        if repo.any():
+            blocks.append(s[:, repo].mean(axis=1))
+        for i, g in enumerate(groups):
+            if g.startswith("@") and keep[i]:
+                blocks.append(s[:, i])
+        total += weight * np.mean(blocks, axis=0)
+    return total / sum(MODES.values())
+
+
+def summary(groups: list[str], row: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The three evals' figures, per mode, of one score per group (``row``: mode -> array)."""
+    repo = np.array([not g.startswith("@") for g in groups])
+    out: dict[str, Any] = {}
+    for mode in MODES:
+        r = row[mode]
+        out[mode] = {
+            "repo_ndcg@10": round(float(r[repo].mean()), 4),
+            "cosqa_mrr@10": round(float(r[groups.index("@cosqa")]), 4)
+            if "@cosqa" in groups
+            else None,
+            "own_mrr@10": round(float(r[groups.index("@own")]), 4) if "@own" in groups else None,
+        }
+    return out
+
+
+def admissible(scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray) -> np.ndarray:
+    """Which configurations are worse than the base (row 0) on none of the blocks of the
+    groups where ``keep`` is true, in the ``GUARDED`` modes (a change is adopted only if it
+    is worse on no eval)."""
+    repo = np.array([not g.startswith("@") for g in groups]) & keep
+    ok = np.ones(next(iter(scores.values())).shape[0], dtype=bool)
+    for mode in GUARDED:
+        s = scores[mode]
+        blocks = [s[:, repo].mean(axis=1)] if repo.any() else []
+        blocks += [s[:, i] for i, g in enumerate(groups) if g.startswith("@") and keep[i]]
+        for b in blocks:
+            ok &= b >= b[0] - 1e-9
+    return ok
+
+
+def choose(
+    scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray, allowed: np.ndarray
+) -> int:
+    """The admissible allowed configuration with the best objective over ``keep``."""
+    value = objective(scores, groups, keep)
+    value[~(allowed & admissible(scores, groups, keep))] = -np.inf
+    return int(np.argmax(value))
+
+
+def combination(
+    configs: list[dict[str, float | None]],
+    scores: dict[str, np.ndarray],
+    groups: list[str],
+    keep: np.ndarray,
+) -> dict[str, float | None]:
+    """One round of coordinate ascent: BASE with every weight moved alone to its best value,
+    when that move is admissible and beats BASE over ``keep`` (configurations 1.. of the pool
+    move one weight each)."""
+    value = objective(scores, groups, keep)
+    ok = admissible(scores, groups, keep)
+    best: dict[str, tuple[float, float | None]] = {}
+    for i, c in enumerate(configs):
+        moved = [k for k in BASE if c.get(k) != BASE[k]]
+        if len(moved) != 1 or not ok[i] or value[i] <= value[0]:
+            continue
+        (name,) = moved
+        if name not in best or value[i] > best[name][0]:
+            best[name] = (float(value[i]), c[name])
+    return {**BASE, **{name: v for name, (_, v) in best.items()}}
+
+
+def cross_validate(
+    configs: list[dict[str, float | None]],
+    scores: dict[str, np.ndarray],
+    groups: list[str],
+    allowed: dict[str, np.ndarray],
+) -> dict[str, Any]:
+    """Leave one group out (``allowed[group]``: the configurations fold may choose from; the
+    fitted one, ``allowed["*"]``, uses every group); the held-out figures."""
+    n = len(groups)
+    held = {mode: np.zeros(n) for mode in MODES}
+    chosen: dict[str, dict[str, float | None]] = {}
+    for i, g in enumerate(groups):
+        keep = np.ones(n, dtype=bool)
+        keep[i] = False
+        best = choose(scores, groups, keep, allowed[g])
+        chosen[g] = configs[best]
+        for mode in MODES:
+            held[mode][i] = scores[mode][best, i]
+    fitted = choose(scores, groups, np.ones(n, dtype=bool), allowed["*"])
+    return {
+        "held_out": summary(groups, held),
+        "held_out_by_group": {
+            mode: {g: round(float(held[mode][i]), 4) for i, g in enumerate(groups)}
+            for mode in MODES
+        },
+        "chosen_by_fold": chosen,
+        "fitted": configs[fitted],
+        "fitted_in_sample": summary(groups, {m: scores[m][fitted] for m in MODES}),
+        "base_in_sample": summary(groups, {m: scores[m][0] for m in MODES}),
+    }
+
+
+def _score_all(
+    configs: list[dict[str, float | None]], done: dict[str, Any], args: argparse.Namespace
+) -> None:
+    todo = list({key(c): c for c in configs if key(c) not in done}.values())
+    print(f"{len(configs)} configurations, {len(todo)} to score", flush=True)
+    if not todo:
+        return
+    with multiprocessing.get_context("fork").Pool(
+        args.workers, initializer=_load, initargs=(args.dir,)
+    ) as workers:
+        for i, (c, r) in enumerate(zip(todo, workers.imap(evaluate, todo), strict=True)):
+            done[key(c)] = r
+            print(f"  {i + 1}/{len(todo)}", flush=True)
+            if args.cache:
+                Path(args.cache).write_bytes(pickle.dumps(done))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dir", default="/tmp/exp19/rec")
+    p.add_argument("--configs", type=int, default=40, help="random draws besides the grid")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--cache", default=None, help="pickle of scored configurations to reuse")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    configs = pool(args.configs, args.seed)
+    done: dict[str, Any] = {}
+    if args.cache and Path(args.cache).exists():
+        done = pickle.loads(Path(args.cache).read_bytes())
+    _score_all(configs, done, args)
+    groups = sorted(done[key(configs[0])]["hybrid"])
+    scores = group_scores([done[key(c)] for c in configs])
+    # Each fold's round of coordinate ascent, from its own groups only.
+    n = len(groups)
+    folds = {g: np.arange(n) != i for i, g in enumerate(groups)}
+    folds["*"] = np.ones(n, dtype=bool)
+    combos = {g: combination(configs, scores, groups, keep) for g, keep in folds.items()}
+    extra = list({key(c): c for c in combos.values()}.values())
+    _score_all(extra, done, args)
+    everything = configs + extra
+    scores = group_scores([done[key(c)] for c in everything])
+    allowed = {
+        g: np.array([True] * len(configs) + [key(c) == key(combos[g]) for c in extra])
+        for g in folds
+    }
+    report = {
+        "groups": groups,
+        "configurations": len(everything),
+        **cross_validate(everything, scores, groups, allowed),
+    }
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
