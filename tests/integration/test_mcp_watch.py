@@ -1,0 +1,128 @@
+"""Watching through a real MCP client (issue 37): a server left running keeps the index of the
+repositories it serves current, each burst of changes one incremental job. Deadlines are
+generous and only for eventual outcomes (the latencies are measured in bench/)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+
+from codebase_mcp_search.entrypoints.mcp import build_server
+from codebase_mcp_search.entrypoints.settings import Settings
+from tests.integration.test_mcp_server import call
+
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _watching(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBASE_MCP_WATCH", "true")
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not await check():
+        assert time.monotonic() < deadline, f"not within {DEADLINE_S} s: {what}"
+        await asyncio.sleep(0.1)
+
+
+async def files_with(c: Client[Any], word: str) -> set[str]:
+    found = await call(c, "search_code", query=word, mode="lexical", limit=20)
+    return {r["file_path"] for r in found["results"] if word in r["content"]}
+
+
+def write_module(root: Path, rel: str, *functions: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"def {f}(x):\n    return x + 1\n\n\n" for f in functions))
+    return path
+
+
+async def watched(c: Client[Any]) -> list[str | None]:
+    return [r.get("watching") for r in (await call(c, "list_repositories"))["repositories"]]
+
+
+async def test_a_running_server_indexes_what_changes(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    write_module(root, "pkg/doomed.py", "doomed_walrus_parser")
+    async with Client(build_server(Settings(embedder="hash"))) as c:
+        await call(c, "index_repository", repo_path=str(root))
+
+        async def watching_it() -> bool:
+            return await watched(c) == ["native"]
+
+        await eventually(watching_it, "the repository is watched")
+
+        # A new file's function.
+        write_module(root, "pkg/fresh.py", "fresh_otter_loader")
+
+        async def new_found() -> bool:
+            return await files_with(c, "fresh_otter_loader") == {"pkg/fresh.py"}
+
+        await eventually(new_found, "a new file's function is found")
+
+        # A function renamed: found under its new name, no longer under its old one.
+        write_module(root, "pkg/fresh.py", "renamed_heron_loader")
+
+        async def renamed() -> bool:
+            new = await files_with(c, "renamed_heron_loader")
+            return new == {"pkg/fresh.py"} and not await files_with(c, "fresh_otter_loader")
+
+        await eventually(renamed, "a renamed function is found by its new name only")
+
+        # A deleted file's content is gone.
+        (root / "pkg" / "doomed.py").unlink()
+
+        async def gone() -> bool:
+            return not await files_with(c, "doomed_walrus_parser")
+
+        await eventually(gone, "a deleted file's content is gone")
+
+        # An editor's save: the new text written to a temporary file, renamed over the file.
+        temp = root / "pkg" / ".base.py.swp"
+        temp.write_text("def saved_lynx_helper(x):\n    return x * 2\n")
+        os.replace(temp, root / "pkg" / "base.py")
+
+        async def saved() -> bool:
+            return await files_with(c, "saved_lynx_helper") == {"pkg/base.py"} and not (
+                await files_with(c, "steady_base_helper")
+            )
+
+        await eventually(saved, "an editor's save ends with its final text indexed")
+
+        # Two writes within the debounce window: the last one is what is indexed.
+        write_module(root, "pkg/twice.py", "first_draft_mole")
+        write_module(root, "pkg/twice.py", "final_draft_mole")
+
+        async def last_write() -> bool:
+            return await files_with(c, "final_draft_mole") == {"pkg/twice.py"} and not (
+                await files_with(c, "first_draft_mole")
+            )
+
+        await eventually(last_write, "a file written twice ends with its final text indexed")
+
+        # Every job of the watcher is a lexical job of the repository, each of its own burst.
+        jobs = (await call(c, "list_background_jobs", limit=100))["jobs"]
+        assert jobs and all(j["repo_path"] == str(root) for j in jobs)
+
+
+async def test_watching_off_leaves_the_index_alone(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    async with Client(build_server(Settings(embedder="hash", watch=False))) as c:
+        await call(c, "index_repository", repo_path=str(root))
+        assert await watched(c) == [None]
+        write_module(root, "pkg/fresh.py", "unwatched_vole_loader")
+        # Nothing to wait for but time: a watcher would have queued a job by now.
+        await asyncio.sleep(3)
+        assert not await files_with(c, "unwatched_vole_loader")
+        jobs = (await call(c, "list_background_jobs"))["jobs"]
+        assert len(jobs) == 1  # the index_repository run alone
