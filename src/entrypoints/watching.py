@@ -19,6 +19,7 @@ from codebase_mcp_search.adapters.filesystem import (
 from codebase_mcp_search.adapters.memory import InMemoryWatchClaims
 from codebase_mcp_search.adapters.postgres import PgWatchClaims
 from codebase_mcp_search.adapters.watch import WatchfilesChangeSource
+from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.policies import IgnoreFiles, SkipPolicy
 from codebase_mcp_search.core.services.watching import Target, WatchConfig, Watching
 from codebase_mcp_search.entrypoints.settings import Settings
@@ -89,5 +90,11 @@ async def running_watching(
 
 def resolved_roots(paths: Sequence[str]) -> list[str]:
     """``codebase-mcp watch PATH ...``: each path absolute and resolved, as an index request's
-    root is."""
-    return [os.path.realpath(os.path.expanduser(p)) for p in paths]
+    root is; ``ValidationFailed`` for one that is no directory."""
+    roots: list[str] = []
+    for path in paths:
+        real = os.path.realpath(os.path.expanduser(path))
+        if not os.path.isdir(real):
+            raise ValidationFailed("PATH", path, "must be an existing directory to watch")
+        roots.append(real)
+    return roots

@@ -126,3 +126,60 @@ async def test_watching_off_leaves_the_index_alone(tmp_path: Path, pg_env: str) 
         assert not await files_with(c, "unwatched_vole_loader")
         jobs = (await call(c, "list_background_jobs"))["jobs"]
         assert len(jobs) == 1  # the index_repository run alone
+
+
+async def test_two_servers_on_one_store_watch_a_repository_once(
+    tmp_path: Path, pg_env: str
+) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    servers = [Client(build_server(Settings(embedder="hash"))) for _ in range(2)]
+    open_ = list(servers)
+    for server in servers:
+        await server.__aenter__()
+    try:
+        a, b = servers
+        await call(a, "index_repository", repo_path=str(root))
+
+        async def one_watches() -> bool:
+            return sorted(map(str, await watched(a) + await watched(b))) == ["None", "native"]
+
+        await eventually(one_watches, "one of the two servers watches the repository")
+        await asyncio.sleep(5)  # both look again every few seconds: still one
+        assert await one_watches()
+
+        async def quiet() -> bool:
+            pending = await call(a, "list_background_jobs", status="pending")
+            running = await call(a, "list_background_jobs", status="running")
+            return not pending["jobs"] and not running["jobs"]
+
+        await eventually(quiet, "no job is active")
+        before = (await call(a, "list_background_jobs", limit=100))["total_count"]
+        write_module(root, "pkg/fresh.py", "fresh_otter_loader")
+
+        async def found_by_both() -> bool:
+            return all([await files_with(c, "fresh_otter_loader") for c in (a, b)])
+
+        await eventually(found_by_both, "the change is found through either server")
+        await eventually(quiet, "no job is active")
+        after = (await call(a, "list_background_jobs", limit=100))["total_count"]
+        assert after - before == 1, "one write, one job: not one per server"
+
+        # The watching server stops: the other takes the repository over.
+        watcher, other = (a, b) if await watched(a) == ["native"] else (b, a)
+        open_.remove(watcher)
+        await watcher.__aexit__(None, None, None)
+
+        async def taken_over() -> bool:
+            return await watched(other) == ["native"]
+
+        await eventually(taken_over, "the other server watches once the first stopped")
+        write_module(root, "pkg/later.py", "later_ibis_loader")
+
+        async def later_found() -> bool:
+            return await files_with(other, "later_ibis_loader") == {"pkg/later.py"}
+
+        await eventually(later_found, "a change after the takeover is indexed")
+    finally:
+        for server in open_:
+            await server.__aexit__(None, None, None)
