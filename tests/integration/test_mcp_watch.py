@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -183,3 +184,90 @@ async def test_two_servers_on_one_store_watch_a_repository_once(
     finally:
         for server in open_:
             await server.__aexit__(None, None, None)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=GIT_ENV
+    )
+    return done.stdout.strip()
+
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
+
+
+async def test_branch_switches_are_one_job_each_and_shown(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "checkout", "-q", "-b", "feature")
+    write_module(root, "pkg/feature.py", "feature_kestrel_loader")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "feature")
+    feature_commit = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "main")
+    main_commit = git(root, "rev-parse", "HEAD")
+    # A worktree is a repository root of its own (its .git is a file naming its git dir).
+    worktree = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "-b", "side", str(worktree), "main")
+
+    async with Client(build_server(Settings(embedder="hash"))) as c:
+        await call(c, "index_repository", repo_path=str(root))
+        await call(c, "index_repository", repo_path=str(worktree))
+        repos = {r["path"]: r for r in (await call(c, "list_repositories"))["repositories"]}
+        assert (repos[str(root)]["branch"], repos[str(root)]["commit"]) == ("main", main_commit)
+        assert (repos[str(worktree)]["branch"], repos[str(worktree)]["commit"]) == (
+            "side",
+            main_commit,
+        )
+
+        async def both_watched() -> bool:
+            return await watched(c) == ["native", "native"]
+
+        async def quiet() -> bool:
+            pending = await call(c, "list_background_jobs", status="pending")
+            running = await call(c, "list_background_jobs", status="running")
+            return not pending["jobs"] and not running["jobs"]
+
+        async def jobs_of(path: Path) -> int:
+            listed = (await call(c, "list_background_jobs", limit=100))["jobs"]
+            return sum(j["repo_path"] == str(path) for j in listed)
+
+        await eventually(both_watched, "both work trees are watched")
+        await eventually(quiet, "no job is active")
+        for branch, expected, commit in (
+            ("feature", {"pkg/feature.py"}, feature_commit),
+            ("main", set(), main_commit),
+        ):
+            before = await jobs_of(root)
+            git(root, "checkout", "-q", branch)
+
+            async def reflected(expected: set[str] = expected) -> bool:
+                return await files_with(c, "feature_kestrel_loader") == expected
+
+            await eventually(reflected, f"the checkout of {branch} is reflected")
+            await eventually(quiet, "no job is active")
+            assert await jobs_of(root) - before == 1, "a checkout is one job"
+            repo = next(
+                r
+                for r in (await call(c, "list_repositories"))["repositories"]
+                if r["path"] == str(root)
+            )
+            assert (repo["branch"], repo["commit"]) == (branch, commit)
+
+        write_module(worktree, "pkg/side.py", "side_plover_loader")
+
+        async def side_found() -> bool:
+            return await files_with(c, "side_plover_loader") == {"pkg/side.py"}
+
+        await eventually(side_found, "a change in the worktree is indexed")

@@ -35,6 +35,27 @@ def _never(_root: str) -> str | None:
     return None
 
 
+def _batch(got: set[tuple[int, str]], prefix: int) -> list[FileChange]:
+    """watchfiles' set of (kind, path) as changes by path. A path changed more than once in
+    the set (created then deleted: git's ``index.lock``) comes with no order among its kinds:
+    whether it exists now decides (a ``stat``, only for those)."""
+    kinds: dict[str, set[int]] = {}
+    for kind, path in got:
+        if len(path) > prefix:
+            kinds.setdefault(path, set()).add(kind)
+    batch: list[FileChange] = []
+    for path in sorted(kinds):
+        seen = kinds[path]
+        if len(seen) == 1:
+            kind = KINDS.get(next(iter(seen)), ChangeKind.MODIFIED)
+        elif not os.path.lexists(path):
+            kind = ChangeKind.DELETED
+        else:
+            kind = ChangeKind.ADDED if 1 in seen else ChangeKind.MODIFIED
+        batch.append(FileChange(kind, path[prefix:].replace(os.sep, "/")))
+    return batch
+
+
 class WatchfilesStream:
     """The changes below one root (see ``ChangeStream``), fed by a thread of its own."""
 
@@ -57,13 +78,7 @@ class WatchfilesStream:
                 got = self._notify.watch(DEBOUNCE_MS, STEP_MS, TIMEOUT_MS, self._stop)
                 if not isinstance(got, set):
                     continue  # a timeout: look at the stop flag; 'stop': it is set
-                batch = [
-                    FileChange(
-                        KINDS.get(kind, ChangeKind.MODIFIED), path[prefix:].replace(os.sep, "/")
-                    )
-                    for kind, path in sorted(got, key=lambda c: c[1])
-                    if len(path) > prefix
-                ]
+                batch = _batch(got, prefix)
                 if batch:
                     self._put(batch)
                 if not os.path.isdir(self.root):

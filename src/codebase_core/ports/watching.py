@@ -13,8 +13,9 @@ class ChangeStream(Protocol):
     """The changes below one root, from ``ChangeSource.open`` until ``close``.
 
     Contract: ``mode`` says how they are learnt (and ``why``, when it is not the source's
-    first choice). ``next`` waits for the next batch (never empty), in the order they
-    happened; cancelling it loses nothing. ``drain`` returns, without waiting, every change
+    first choice). ``next`` waits for the next batch (never empty), one change per path, whose
+    kind says whether the path exists at the batch's end (``DELETED``: it does not; a lock
+    file created and removed within one batch is deleted); cancelling it loses nothing. ``drain`` returns, without waiting, every change
     already reported and not yet taken. ``close`` stops the watching (idempotent); ``next``
     then raises ``EOFError``, as it does when the root itself is gone."""
 
