@@ -1,0 +1,79 @@
+"""``codebase-mcp watch PATH`` and a watching ``codebase-mcp worker``: indexes kept fresh with
+no MCP server (issue 37), real processes on the test's Postgres."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from codebase_mcp_search.entrypoints.cli.main import main
+from codebase_mcp_search.entrypoints.facade import open_codebase
+from codebase_mcp_search.entrypoints.settings import Settings
+from tests.integration.test_job_workers import CLI
+from tests.integration.test_mcp_watch import write_module
+
+DEADLINE_S = 60.0
+
+
+async def found(word: str) -> set[str]:
+    async with open_codebase(Settings(embedder="none")) as cb:
+        result = await cb.search(word, mode="lexical", limit=20)
+    return {h.file_path for h in result.hits if word in h.content}
+
+
+async def until_found(word: str, files: set[str], proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while await found(word) != files:
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, (word, log.read_text())
+        await asyncio.sleep(0.2)
+
+
+def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, CODEBASE_MCP_WATCH="true")
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [CLI, *args], env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True
+        )
+
+
+async def test_watch_indexes_a_new_root_then_what_changes(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    log = tmp_path / "watch.log"
+    proc = start(["watch", str(root)], log)
+    try:
+        await until_found("steady_base_helper", {"pkg/base.py"}, proc, log)  # indexed first
+        write_module(root, "pkg/fresh.py", "fresh_otter_loader")
+        await until_found("fresh_otter_loader", {"pkg/fresh.py"}, proc, log)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0, log.read_text()
+    assert "stopped watching" in log.read_text()
+
+
+async def test_a_worker_watches_the_indexed_repositories(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    async with open_codebase(Settings(embedder="none")) as cb:
+        await cb.index(root)
+    log = tmp_path / "worker.log"
+    proc = start(["worker"], log)
+    try:
+        write_module(root, "pkg/fresh.py", "fresh_otter_loader")
+        await until_found("fresh_otter_loader", {"pkg/fresh.py"}, proc, log)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()
+    assert "watching every indexed repository" in log.read_text()
+
+
+def test_watch_refuses_a_path_that_is_no_directory(tmp_path: Path, capsys: object) -> None:
+    code = main(["watch", str(tmp_path / "nope")])
+    assert code != 0
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.startswith("VALIDATION_ERROR: ") and "PATH" in err and "directory" in err
