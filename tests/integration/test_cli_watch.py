@@ -25,11 +25,15 @@ async def found(word: str) -> set[str]:
     return {h.file_path for h in result.hits if word in h.content}
 
 
+def text_of(log: Path) -> str:
+    return log.read_text()
+
+
 async def until_found(word: str, files: set[str], proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + DEADLINE_S
     while await found(word) != files:
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, (word, log.read_text())
+        assert proc.poll() is None, text_of(log)
+        assert time.monotonic() < deadline, (word, text_of(log))
         await asyncio.sleep(0.2)
 
 

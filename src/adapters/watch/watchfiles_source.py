@@ -40,12 +40,13 @@ def _batch(got: set[tuple[int, str]], prefix: int) -> list[FileChange]:
     the set (created then deleted: git's ``index.lock``) comes with no order among its kinds:
     whether it exists now decides (a ``stat``, only for those)."""
     kinds: dict[str, set[int]] = {}
-    for kind, path in got:
+    for raw, path in got:
         if len(path) > prefix:
-            kinds.setdefault(path, set()).add(kind)
+            kinds.setdefault(path, set()).add(raw)
     batch: list[FileChange] = []
     for path in sorted(kinds):
         seen = kinds[path]
+        kind: ChangeKind
         if len(seen) == 1:
             kind = KINDS.get(next(iter(seen)), ChangeKind.MODIFIED)
         elif not os.path.lexists(path):
