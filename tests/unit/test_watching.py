@@ -71,14 +71,15 @@ def test_a_burst_is_due_once_quiet_or_at_the_latest_after_the_max_delay() -> Non
 
 def test_a_burst_waits_while_git_holds_its_index_lock() -> None:
     burst = Burst(WatchConfig(quiet_s=1.0, max_delay_s=10.0, git_busy_max_s=60.0))
-    burst.note(changed(".git/index.lock", kind=ChangeKind.ADDED), 0.0, POLICY, NO_IGNORES)
     burst.note(changed("a.py", "b.py"), 0.1, POLICY, NO_IGNORES)
-    assert burst.due_in(30.0) is not None and burst.due_in(30.0) > 0  # past the max delay
-    burst.note(changed(".git/index.lock", kind=ChangeKind.DELETED), 31.0, POLICY, NO_IGNORES)
+    burst.git_busy(True, 1.1)
+    assert burst.due_in(30.0) == pytest.approx(1.0)  # past the max delay, yet held
+    burst.git_busy(True, 30.0)  # still held: held since 1.1
+    burst.git_busy(False, 31.0)
     assert burst.due_in(31.0) == 0.0  # quiet since 0.1 and max delay passed: due now
     stale = Burst(WatchConfig(quiet_s=1.0, max_delay_s=10.0, git_busy_max_s=60.0))
-    stale.note(changed(".git/index.lock", kind=ChangeKind.ADDED), 0.0, POLICY, NO_IGNORES)
     stale.note(changed("a.py"), 0.0, POLICY, NO_IGNORES)
+    stale.git_busy(True, 1.0)
     assert stale.due_in(61.0) == 0.0  # a lock left behind does not hold changes for ever
 
 
@@ -148,6 +149,21 @@ async def test_a_burst_of_thousands_of_changes_is_one_job() -> None:
         source.report(ROOT, changed(".git/objects/aa/bb", "node_modules/x/y.js"))
         await asyncio.sleep(FAST.quiet_s * 4)
         assert len(await listed()) == 2  # what never matters queues nothing
+
+        # While git holds its index lock, a burst waits for it, however long it lasts.
+        [second, _] = await listed()
+        assert await queue.claim("w", 60.0) is not None
+        await queue.finish(second, "w", JobOutcome(status=JobStatus.COMPLETED))
+        source.files.add((ROOT, ".git/index.lock"))
+        source.report(ROOT, changed("src/a.py"))
+        await asyncio.sleep(FAST.quiet_s * 4 + FAST.max_delay_s / 10)
+        assert len(await listed()) == 2
+        source.files.discard((ROOT, ".git/index.lock"))
+
+        async def after_git() -> bool:
+            return len(await listed()) == 3
+
+        await eventually(after_git)
 
         # The root goes away: its watch ends and its claim is given up.
         source.remove(ROOT)

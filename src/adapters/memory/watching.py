@@ -66,11 +66,14 @@ class InMemoryStream:
 
 
 class InMemoryChangeSource:
-    """Roots declared with ``add``; ``report`` delivers changes to the streams open on one."""
+    """Roots declared with ``add``; ``report`` delivers changes to the streams open on one;
+    ``files`` holds what ``exists`` finds."""
 
     def __init__(self, mode: WatchMode = WatchMode.NATIVE) -> None:
         self._mode = mode
         self._roots: set[str] = set()
+        self.files: set[tuple[str, str]] = set()
+        """(root, relative path) of the files ``exists`` finds (a test's git lock)."""
         self.streams: dict[str, list[InMemoryStream]] = {}
 
     def add(self, root: str) -> None:
@@ -88,6 +91,9 @@ class InMemoryChangeSource:
 
     async def sees(self, root: str) -> bool:
         return root in self._roots
+
+    async def exists(self, root: str, rel: str) -> bool:
+        return (root, rel) in self.files
 
     async def open(self, root: str) -> InMemoryStream:
         if root not in self._roots:

@@ -136,6 +136,9 @@ class WatchfilesChangeSource:
     async def sees(self, root: str) -> bool:
         return await asyncio.to_thread(os.path.isdir, root)
 
+    async def exists(self, root: str, rel: str) -> bool:
+        return await asyncio.to_thread(os.path.lexists, os.path.join(root, *rel.split("/")))
+
     async def open(self, root: str) -> WatchfilesStream:
         why = "CODEBASE_MCP_WATCH_POLLING is set" if self._polling else self._poll_reason(root)
         try:

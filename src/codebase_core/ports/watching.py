@@ -34,13 +34,16 @@ class ChangeSource(Protocol):
     """Watches trees for file changes.
 
     Contract: ``sees`` tells whether ``root`` is a directory on this machine's file system (a
-    process with a shared database watches only the roots it sees). ``open`` starts watching
+    process with a shared database watches only the roots it sees); ``exists`` whether the
+    file ``rel`` (relative to ``root``, ``/``-separated) exists now (git's lock files). ``open`` starts watching
     every file below ``root`` (recursively, one watcher for the tree) and returns its stream;
     where the file system's events cannot be had (the platform's watch limit reached, a
     network mount) it falls back to polling and says so in the stream's ``mode`` and ``why``.
     It raises ``ValidationFailed`` when ``root`` is not a directory."""
 
     async def sees(self, root: str) -> bool: ...
+
+    async def exists(self, root: str, rel: str) -> bool: ...
 
     async def open(self, root: str) -> ChangeStream: ...
 

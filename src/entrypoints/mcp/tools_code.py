@@ -241,8 +241,7 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
     @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
         """Indexed repositories: id (filters search_code), name, path, counts,
-        semantic_percent (chunks with a vector), git branch and commit, and watching (how this
-        server keeps it fresh: native, polling, or null)."""
+        semantic_percent (chunks with a vector), git branch and commit, watching."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)

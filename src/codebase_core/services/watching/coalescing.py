@@ -5,7 +5,9 @@ A change matters when the index run would look at its file: not inside ``.git/``
 commit), not in a directory the skip policy leaves out (``node_modules``, a virtualenv, what
 the root's ignore files ignore), not a file it skips by name. Changes gather until the tree
 has been quiet for a moment, and while git holds its index lock (a checkout, rebase, stash or
-pull under way): one run per burst, not one per file.
+pull under way; whether ``.git/index.lock`` exists is asked once the burst is due, as its
+events can come in any order within a batch, or late on a busy machine): one run per burst,
+not one per file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codebase_mcp_search.core import defaults
-from codebase_mcp_search.core.models.watching import ChangeKind, FileChange
+from codebase_mcp_search.core.models.watching import FileChange
 from codebase_mcp_search.core.policies import IgnoreFiles, SkipPolicy, in_vcs_dir
 
 GIT_HEAD = ".git/HEAD"
@@ -66,10 +68,6 @@ class Burst:
         """Take a batch of changes seen at ``now``; returns how many matter."""
         taken = 0
         for change in changes:
-            if change.path == GIT_INDEX_LOCK:
-                busy = change.kind is not ChangeKind.DELETED
-                self._git_busy_since = (self._git_busy_since or now) if busy else None
-                continue
             if relevant(change.path, policy, ignores):
                 self.paths.add(change.path)
                 taken += 1
@@ -77,6 +75,15 @@ class Burst:
             self.first = now if self.first is None else self.first
             self.last = now
         return taken
+
+    def git_busy(self, busy: bool, now: float) -> None:
+        """Whether git holds its index lock at ``now`` (asked once the burst is due): while
+        it does, the burst waits, up to ``git_busy_max_s`` (a lock left behind by a killed
+        git does not hold changes for ever)."""
+        if not busy:
+            self._git_busy_since = None
+        elif self._git_busy_since is None:
+            self._git_busy_since = now
 
     def due_in(self, now: float) -> float | None:
         """Seconds until the run is due (0: now), None when nothing waits."""
@@ -93,3 +100,4 @@ class Burst:
     def clear(self) -> None:
         self.first = self.last = None
         self.paths = set()
+        self._git_busy_since = None

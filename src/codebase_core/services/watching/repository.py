@@ -13,7 +13,11 @@ from codebase_mcp_search.core.models.watching import WatchMode
 from codebase_mcp_search.core.policies import IgnoreFiles, SkipPolicy
 from codebase_mcp_search.core.ports.watching import ChangeSource, ChangeStream
 from codebase_mcp_search.core.services.jobs import JobService
-from codebase_mcp_search.core.services.watching.coalescing import Burst, WatchConfig
+from codebase_mcp_search.core.services.watching.coalescing import (
+    GIT_INDEX_LOCK,
+    Burst,
+    WatchConfig,
+)
 
 log = logging.getLogger("codebase_mcp")
 
@@ -74,6 +78,9 @@ class RepositoryWatch:
                     ignores = await self._ignores_of(self.root)
                 burst.note(changes, loop.time(), self._policy, ignores)
                 continue
+            burst.git_busy(await self._source.exists(self.root, GIT_INDEX_LOCK), loop.time())
+            if burst.due_in(loop.time()):
+                continue  # git is at work: its whole operation is one burst
             burst.clear()
             await self._queue(stream)
 
