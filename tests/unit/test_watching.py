@@ -69,18 +69,15 @@ def test_a_burst_is_due_once_quiet_or_at_the_latest_after_the_max_delay() -> Non
     assert burst.due_in(100.0) is None
 
 
-def test_a_burst_waits_while_git_holds_its_index_lock() -> None:
+def test_a_due_burst_waits_while_git_holds_its_index_lock() -> None:
     burst = Burst(WatchConfig(quiet_s=1.0, max_delay_s=10.0, git_busy_max_s=60.0))
     burst.note(changed("a.py", "b.py"), 0.1, POLICY, NO_IGNORES)
-    burst.git_busy(True, 1.1)
-    assert burst.due_in(30.0) == pytest.approx(1.0)  # past the max delay, yet held
-    burst.git_busy(True, 30.0)  # still held: held since 1.1
-    burst.git_busy(False, 31.0)
-    assert burst.due_in(31.0) == 0.0  # quiet since 0.1 and max delay passed: due now
-    stale = Burst(WatchConfig(quiet_s=1.0, max_delay_s=10.0, git_busy_max_s=60.0))
-    stale.note(changed("a.py"), 0.0, POLICY, NO_IGNORES)
-    stale.git_busy(True, 1.0)
-    assert stale.due_in(61.0) == 0.0  # a lock left behind does not hold changes for ever
+    assert burst.due_in(30.0) == 0.0
+    assert burst.held_by_git(True, 30.0)
+    assert burst.held_by_git(True, 60.0)  # held since 30.0
+    assert not burst.held_by_git(False, 61.0)  # released: the run goes
+    assert burst.held_by_git(True, 62.0)  # taken again: held anew
+    assert not burst.held_by_git(True, 122.0)  # a lock left behind holds nothing for ever
 
 
 async def eventually(check: Callable[[], Awaitable[bool]]) -> None:

@@ -76,23 +76,22 @@ class Burst:
             self.last = now
         return taken
 
-    def git_busy(self, busy: bool, now: float) -> None:
-        """Whether git holds its index lock at ``now`` (asked once the burst is due): while
-        it does, the burst waits, up to ``git_busy_max_s`` (a lock left behind by a killed
-        git does not hold changes for ever)."""
+    def held_by_git(self, busy: bool, now: float) -> bool:
+        """Whether the due burst waits for git, which holds its index lock at ``now`` if
+        ``busy``: it does, asked again every ``quiet_s``, up to ``git_busy_max_s`` (a lock left
+        behind by a killed git does not hold changes for ever)."""
         if not busy:
             self._git_busy_since = None
-        elif self._git_busy_since is None:
+            return False
+        if self._git_busy_since is None:
             self._git_busy_since = now
+        return now - self._git_busy_since < self._config.git_busy_max_s
 
     def due_in(self, now: float) -> float | None:
         """Seconds until the run is due (0: now), None when nothing waits."""
         if self.first is None or self.last is None:
             return None
         c = self._config
-        busy = self._git_busy_since
-        if busy is not None and now - busy < c.git_busy_max_s:
-            return max(0.0, min(c.quiet_s, busy + c.git_busy_max_s - now))
         quiet_at = self.last + c.quiet_s
         latest = self.first + c.max_delay_s
         return max(0.0, min(quiet_at, latest) - now)

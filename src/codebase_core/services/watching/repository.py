@@ -56,8 +56,10 @@ class RepositoryWatch:
         """Watch until cancelled (or the root is gone: ``EOFError`` ends it). On start, one
         job catches up with what changed while nobody watched."""
         stream = await self._source.open(self.root)
-        self.mode, self.why = stream.mode, stream.why
         try:
+            await self._queue(stream)
+            # Shown as watched once the catch-up job is queued: a change from now on is seen.
+            self.mode, self.why = stream.mode, stream.why
             await self._watch(stream)
         finally:
             await stream.close()
@@ -66,23 +68,22 @@ class RepositoryWatch:
         loop = asyncio.get_running_loop()
         ignores = await self._ignores_of(self.root)
         burst = Burst(self._config)
-        await self._queue(stream)
         while True:
             wait = burst.due_in(loop.time())
-            if wait is None or wait > 0:
-                try:
-                    changes = await asyncio.wait_for(stream.next(), wait)
-                except TimeoutError:
-                    changes = []
-                if any(c.path in ROOT_IGNORE_FILES for c in changes):
-                    ignores = await self._ignores_of(self.root)
-                burst.note(changes, loop.time(), self._policy, ignores)
-                continue
-            burst.git_busy(await self._source.exists(self.root, GIT_INDEX_LOCK), loop.time())
-            if burst.due_in(loop.time()):
-                continue  # git is at work: its whole operation is one burst
-            burst.clear()
-            await self._queue(stream)
+            if wait == 0:
+                busy = await self._source.exists(self.root, GIT_INDEX_LOCK)
+                if not burst.held_by_git(busy, loop.time()):
+                    burst.clear()
+                    await self._queue(stream)
+                    continue
+                wait = self._config.quiet_s  # git is at work: its operation is one burst
+            try:
+                changes = await asyncio.wait_for(stream.next(), wait)
+            except TimeoutError:
+                changes = []
+            if any(c.path in ROOT_IGNORE_FILES for c in changes):
+                ignores = await self._ignores_of(self.root)
+            burst.note(changes, loop.time(), self._policy, ignores)
 
     async def _queue(self, stream: ChangeStream) -> None:
         """Queue an incremental run of the repository. A job of it still pending will see
