@@ -4,11 +4,14 @@ no MCP server (issue 37), real processes on the test's Postgres."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from codebase_mcp_search.entrypoints.cli.main import main
 from codebase_mcp_search.entrypoints.facade import open_codebase
@@ -76,8 +79,27 @@ async def test_a_worker_watches_the_indexed_repositories(tmp_path: Path, pg_env:
     assert "watching every indexed repository" in log.read_text()
 
 
-def test_watch_refuses_a_path_that_is_no_directory(tmp_path: Path, capsys: object) -> None:
+def test_watch_refuses_a_path_that_is_no_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["watch", str(tmp_path / "nope")])
     assert code != 0
-    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    err = capsys.readouterr().err
     assert err.startswith("VALIDATION_ERROR: ") and "PATH" in err and "directory" in err
+
+
+def test_doctor_says_how_watching_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no repository indexed: doctor tries the current directory
+    assert main(["doctor"]) == 0
+    assert "watching  off (CODEBASE_MCP_WATCH=false)" in capsys.readouterr().out
+    monkeypatch.setenv("CODEBASE_MCP_WATCH", "true")
+    assert main(["doctor", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["watching"] == {"enabled": True, "mode": "native"}
+    assert main(["doctor"]) == 0
+    assert "watching  on: the file system's change events (native)" in capsys.readouterr().out
+    monkeypatch.setenv("CODEBASE_MCP_WATCH_POLLING", "true")
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "watching  on: polling" in out and "CODEBASE_MCP_WATCH_POLLING" in out
