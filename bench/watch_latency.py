@@ -23,7 +23,7 @@ Modes:
 
     python -m bench.watch_latency [--mode edits|checkout|idle] [--rounds 5] [--files 200]
         [--workload ../shared/bench/baseline-10k/baseline_repo.tar.gz] [--edit 5000]
-        [--seconds 60] [--out bench/results/watch_latency.json]
+        [--seconds 60] [--polling] [--out bench/results/watch_latency.json]
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ async def _until(check: Any, timeout_s: float = 600.0) -> float:
     return round(time.perf_counter() - started, 3)
 
 
+POLLING = False  # --polling: every server of the run polls (CODEBASE_MCP_WATCH_POLLING)
+
+
 def _env(data: Path, *, watch: bool = True) -> dict[str, str]:
     env = {
         k: v
@@ -97,6 +100,8 @@ def _env(data: Path, *, watch: bool = True) -> dict[str, str]:
         CODEBASE_MCP_WATCH="true" if watch else "false",
         **GIT_ENV,
     )
+    if POLLING:
+        env["CODEBASE_MCP_WATCH_POLLING"] = "true"
     return env
 
 
@@ -182,7 +187,12 @@ async def edits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
             samples["delete_s"].append(await _until(deleted))
             await _until(lambda: _quiet(c))
-    out: dict[str, Any] = {"mode": "edits", "files": args.files, "rounds": args.rounds}
+    out: dict[str, Any] = {
+        "mode": "edits",
+        "files": args.files,
+        "rounds": args.rounds,
+        "polling": POLLING,
+    }
     for key, values in samples.items():
         out[f"median_{key}"] = round(statistics.median(values), 3)
         out[f"max_{key}"] = max(values)
@@ -204,6 +214,8 @@ def _workload_repo(args: argparse.Namespace, tmp: Path) -> tuple[Path, str]:
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "workload")
+    if not args.edit:
+        return root, ""
     _git(root, "checkout", "-q", "-b", "edit")
     files = sorted(p for p in root.rglob("*.py") if ".git" not in p.parts)[: args.edit]
     probe = ""
@@ -341,8 +353,11 @@ def main() -> None:
     p.add_argument("--workload", type=Path, default=WORKLOAD)
     p.add_argument("--edit", type=int, default=5000)
     p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--polling", action="store_true", help="watch by polling, not events")
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    global POLLING
+    POLLING = args.polling
     emit(asyncio.run(run(args)), args.out)
 
 

@@ -12,11 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 
 from codebase_mcp_search.entrypoints.cli.main import main
 from codebase_mcp_search.entrypoints.facade import open_codebase
 from codebase_mcp_search.entrypoints.settings import Settings
 from tests.integration.test_job_workers import CLI
+from tests.integration.test_mcp_server import call
 from tests.integration.test_mcp_watch import write_module
 
 DEADLINE_S = 60.0
@@ -103,3 +106,21 @@ def test_doctor_says_how_watching_works(
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "watching  on: polling" in out and "CODEBASE_MCP_WATCH_POLLING" in out
+
+
+async def test_serve_no_watch_turns_watching_off(tmp_path: Path, pg_env: str) -> None:
+    root = tmp_path / "repo"
+    write_module(root, "pkg/base.py", "steady_base_helper")
+    env = dict(os.environ, CODEBASE_MCP_WATCH="true", CODEBASE_MCP_EMBEDDER="hash")
+    for flags, expected in (([], "native"), (["--no-watch"], None)):
+        async with Client(StdioTransport(CLI, ["serve", *flags], env=env)) as c:
+            await call(c, "index_repository", repo_path=str(root))
+            deadline = time.monotonic() + DEADLINE_S
+            if expected is None:
+                await asyncio.sleep(3)  # a watcher would be reported by now
+            while True:
+                [repo] = (await call(c, "list_repositories"))["repositories"]
+                if repo.get("watching") == expected:
+                    break
+                assert expected is not None and time.monotonic() < deadline, repo
+                await asyncio.sleep(0.2)

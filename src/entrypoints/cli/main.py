@@ -174,9 +174,11 @@ def _main(argv: Sequence[str] | None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
-            settings = _settings()
             if args.no_watch:
-                settings = settings.model_copy(update={"watch": False})
+                # In the environment, not only in these settings: the processes of
+                # ``--workers N`` read their settings from it.
+                os.environ["CODEBASE_MCP_WATCH"] = "false"
+            settings = _settings()
             _start_database_early(settings, args.workers)
             from codebase_mcp_search.entrypoints.mcp.transports import (
                 serve,  # fastmcp only for the server
