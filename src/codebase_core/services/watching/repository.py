@@ -103,7 +103,7 @@ class RepositoryWatch:
                     break
                 await asyncio.sleep(self._config.retry_s)
                 continue
-            except CoreError as e:  # the database away: the next burst tries again
+            except CoreError as e:  # the database away: try again in a moment
                 log.warning("watching %s: could not queue its index job: %s", self.root, e)
                 await asyncio.sleep(self._config.recheck_s)
                 continue
