@@ -162,6 +162,14 @@ def _own_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBASE_MCP_JOB_QUEUE", f"test-{uuid.uuid4().hex[:12]}")
 
 
+@pytest.fixture(autouse=True)
+def _no_watching(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers and workers of a test do not watch its repositories (on by default): a test
+    that edits files and then looks at stale hits would race the watcher. Tests of watching
+    set it again."""
+    monkeypatch.setenv("CODEBASE_MCP_WATCH", "false")
+
+
 def new_project_id() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

@@ -218,3 +218,24 @@ MAX_CONCURRENT_JOBS = 3
 JOB_LEASE_S = 8.0
 JOB_HEARTBEAT_S = 1.0
 JOB_RETENTION_DAYS = 7.0
+
+# --- Watching (services.watching; ``serve``, ``worker`` and ``watch`` keep indexes fresh) ---
+
+# On by default: a server re-indexes what changes in the repositories it serves.
+WATCH: Final = True
+# Always poll (rescan) rather than take the file system's change events: for a network mount
+# whose events do not arrive and that is not recognised as one.
+WATCH_POLLING: Final = False
+# A change is indexed once the repository has been quiet this long (an editor's save is a
+# burst of events, a ``git checkout`` a longer one)...
+WATCH_QUIET_S: Final = 0.4
+# ...or at the latest this long after its first event (a tree that never stays quiet).
+WATCH_MAX_DELAY_S: Final = 10.0
+# While git holds ``.git/index.lock`` (a checkout, rebase or pull under way) the job waits for
+# it, up to this long: the whole operation is one job.
+WATCH_GIT_BUSY_MAX_S: Final = 60.0
+# How often a watching process looks for repositories to watch (new ones, ones another
+# process stopped watching) and checks that it still holds its claims.
+WATCH_RECHECK_S: Final = 2.0
+# How often a polling watcher rescans a tree's metadata (no file is read).
+WATCH_POLL_MS: Final = 2000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from codebase_mcp_search.adapters.filesystem import GitHead
 from codebase_mcp_search.core.models import (
     IndexResult,
     Job,
@@ -14,6 +15,7 @@ from codebase_mcp_search.core.models import (
     SemanticLayer,
     VectorResult,
 )
+from codebase_mcp_search.core.services.watching import WatchState
 
 # Skipped files listed in a detailed index result: a repository with a large ignored tree
 # would otherwise cost a client's context for little use (the counts by reason stay whole).
@@ -112,15 +114,28 @@ def layer_progress(layer: SemanticLayer, resume: str) -> str:
     return f"job {layer.job_id}"
 
 
-def repository_payload(repo: Repository, layer: SemanticLayer | None = None) -> dict[str, Any]:
+def repository_payload(
+    repo: Repository,
+    layer: SemanticLayer | None = None,
+    *,
+    head: GitHead | None = None,
+    watching: WatchState | None = None,
+) -> dict[str, Any]:
     """A repository, with ``semantic_percent`` (chunks holding a vector, in percent) when it
-    is indexed with a model, and the job building the rest while some are missing."""
+    is indexed with a model, and the job building the rest while some are missing; its git
+    ``branch`` and ``commit`` when it is a git work tree; and, from a server, ``watching``:
+    how that server watches it (None: it does not, or watching is off)."""
     payload = repo.model_dump(mode="json")
     if layer is not None:
         payload["semantic_percent"] = layer.percent
         if layer.job_id is not None:
             payload["semantic_job_id"] = layer.job_id
             payload["semantic_eta_seconds"] = layer.eta_seconds
+    if head is not None:
+        payload["branch"] = head.branch
+        payload["commit"] = head.commit
+    if watching is not None:
+        payload["watching"] = None if watching.mode is None else watching.mode.value
     return payload
 
 

@@ -150,6 +150,15 @@ class Settings(BaseSettings):
     job_lease_seconds: float = Field(default=defaults.JOB_LEASE_S, ge=2.0, le=3600.0)
     job_retention_days: float = Field(default=defaults.JOB_RETENTION_DAYS, gt=0, le=3650)
 
+    # Watching (``serve``, ``codebase-mcp worker``): each repository's changes are indexed by
+    # an incremental job within seconds. ``watch_polling``: rescan every ``watch_poll_ms``
+    # rather than take the file system's events (a network mount not recognised as one).
+    watch: bool = defaults.WATCH
+    watch_polling: bool = defaults.WATCH_POLLING
+    watch_poll_ms: int = Field(default=defaults.WATCH_POLL_MS, ge=100, le=600_000)
+    # Seconds a repository stays quiet before its changes are indexed (a burst is one job).
+    watch_quiet_seconds: float = Field(default=defaults.WATCH_QUIET_S, ge=0.05, le=60.0)
+
     # The MCP server. A bearer token that HTTP/SSE clients must send (required to bind to a
     # non-loopback address), and the directories index_repository may index (None: any;
     # required off loopback), separated by os.pathsep like PATH.

@@ -23,11 +23,13 @@ from codebase_mcp_search.adapters.postgres import AnnConfig, PgDatabase, PgJobQu
 from codebase_mcp_search.adapters.remote_embedding import HttpEmbeddingOptions
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+from codebase_mcp_search.adapters.watch import WatchfilesChangeSource
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.policies import SkipPolicy
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import IndexingService, WorkerConfig
+from codebase_mcp_search.core.services.watching import WatchConfig
 from codebase_mcp_search.entrypoints import embedders
 from codebase_mcp_search.entrypoints.container import build_container
 from codebase_mcp_search.entrypoints.settings import Settings
@@ -88,6 +90,9 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "job_queue": [(PgJobQueue, "queue")],
     "cache_budget_mb": [(PgDatabase, "cache_budget_mb")],
     "job_retention_days": [(WorkerConfig, "retention_days")],
+    "watch_polling": [(WatchfilesChangeSource, "polling")],
+    "watch_poll_ms": [(WatchfilesChangeSource, "poll_ms")],
+    "watch_quiet_seconds": [(WatchConfig, "quiet_s")],
 }
 # Settings that no constructor has a default for: choices of the composition root, where
 # things are, and secrets. (index_workers: its default is computed, checked below.)
@@ -105,6 +110,7 @@ UNFED = {
     "allowed_origins",
     "job_worker",
     "pg_caches",
+    "watch",
 }
 
 

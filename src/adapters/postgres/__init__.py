@@ -6,6 +6,7 @@ from codebase_mcp_search.adapters.postgres.database import PgDatabase
 from codebase_mcp_search.adapters.postgres.job_queue import PgJobQueue
 from codebase_mcp_search.adapters.postgres.schema import schema_name
 from codebase_mcp_search.adapters.postgres.task_repo import PgTaskRepo
+from codebase_mcp_search.adapters.postgres.watch_claims import PgWatchClaims
 
 __all__ = [
     "AnnConfig",
@@ -14,5 +15,6 @@ __all__ = [
     "PgDatabase",
     "PgJobQueue",
     "PgTaskRepo",
+    "PgWatchClaims",
     "schema_name",
 ]

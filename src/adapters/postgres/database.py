@@ -224,6 +224,22 @@ class PgDatabase:
             server_settings={"application_name": "codebase-mcp changes"},
         )
 
+    async def own_connection(self, purpose: str) -> asyncpg.Connection:
+        """A connection of its own (not pooled) to the pool's server, named ``purpose`` in
+        ``pg_stat_activity``: for session state held as long as the process runs (the watch
+        claims), which must not take a pooled connection. The caller closes it; driver errors
+        become ``StoreUnavailable``."""
+        await self.pool()
+        assert self._url is not None
+        try:
+            return await asyncpg.connect(
+                self._url,
+                timeout=self._connect_timeout,
+                server_settings={"application_name": f"codebase-mcp {purpose}"},
+            )
+        except DRIVER_ERRORS as e:
+            raise self.error(e) from e
+
     async def _reset_connection(self, conn: asyncpg.Connection) -> None:
         """A released connection's reset, after asyncpg's own (which ends an open
         transaction): the full reset query (advisory locks, settings, cursors, listeners)

@@ -22,6 +22,7 @@ from codebase_mcp_search.entrypoints.presenters import (
 )
 from codebase_mcp_search.entrypoints.requests import index_request
 from codebase_mcp_search.entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.watching import running_watching
 from codebase_mcp_search.entrypoints.worker import running_worker
 
 KINDS = {
@@ -30,7 +31,17 @@ KINDS = {
 }
 
 
-def _shared_store(settings: Settings, flag: str) -> None:
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM (where the platform lets a loop hear them)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # not on every platform
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def shared_store(settings: Settings, flag: str) -> None:
     if settings.store == "memory":
         raise ValidationFailed(
             flag,
@@ -43,7 +54,7 @@ def _shared_store(settings: Settings, flag: str) -> None:
 async def index_background(run: Run) -> int:
     """``index PATH --background``: queue a job and return; a worker runs it."""
     a = run.args
-    _shared_store(run.settings, "--background")
+    shared_store(run.settings, "--background")
     request = index_request(a.path, name=a.name, force=a.force, field="path")
     root = request.root
     async with open_workspaces(run.settings) as ws:
@@ -178,19 +189,26 @@ async def jobs_command(run: Run) -> int:
 async def worker_command(run: Run) -> int:
     """``worker``: run jobs of every project until SIGINT or SIGTERM; jobs under way then are
     handed back to the queue for the next worker."""
-    _shared_store(run.settings, "worker")
+    shared_store(run.settings, "worker")
     settings = run.settings
     if run.args.concurrency is not None:
         settings = settings.model_copy(update={"max_concurrent_jobs": run.args.concurrency})
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):  # not on every platform
-            loop.add_signal_handler(sig, stop.set)
-    async with open_workspaces(settings) as ws, running_worker(ws) as worker:
+    if run.args.no_watch:
+        settings = settings.model_copy(update={"watch": False})
+    stop = stop_on_signals()
+    async with contextlib.AsyncExitStack() as stack:
+        ws = await stack.enter_async_context(open_workspaces(settings))
+        worker = await stack.enter_async_context(running_worker(ws))
+        if settings.watch:
+            await stack.enter_async_context(running_watching(ws))
+        watching = (
+            "watching every indexed repository"
+            if settings.watch
+            else "not watching (CODEBASE_MCP_WATCH=false or --no-watch)"
+        )
         run.err.print(
             f"worker {worker.worker_id}: running up to {worker.config.max_concurrent} jobs at "
-            "once (Ctrl-C stops)",
+            f"once, {watching} (Ctrl-C stops)",
             highlight=False,
             markup=False,
         )

@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("tasks", "tasks_command"),
     "jobs": ("jobs", "jobs_command"),
     "worker": ("jobs", "worker_command"),
+    "watch": ("watch", "watch_command"),
 }
 
 
@@ -110,6 +111,14 @@ def _print_doctor(report: dict[str, Any], out: Console) -> None:
     for key in ("reason", "error"):
         if emb.get(key):
             out.print(f"          {emb[key]}", markup=False, highlight=False)
+    watching = report["watching"]
+    if not watching["enabled"]:
+        out.print("watching  off (CODEBASE_MCP_WATCH=false): indexes change only when re-indexed")
+    elif watching["mode"] == "native":
+        out.print("watching  on: the file system's change events (native)")
+    else:
+        out.print("watching  on: polling (periodic rescans)")
+        out.print(f"          {watching.get('why')}", markup=False, highlight=False)
 
 
 async def _run(run: Run) -> int:
@@ -165,6 +174,10 @@ def _main(argv: Sequence[str] | None) -> int:
     ours.setLevel(logging.INFO)
     try:
         if args.command == "serve":
+            if args.no_watch:
+                # In the environment, not only in these settings: the processes of
+                # ``--workers N`` read their settings from it.
+                os.environ["CODEBASE_MCP_WATCH"] = "false"
             settings = _settings()
             _start_database_early(settings, args.workers)
             from codebase_mcp_search.entrypoints.mcp.transports import (

@@ -55,6 +55,12 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+NO_WATCH_HELP = (
+    "do not watch the repositories for changes (watching re-indexes what changes within "
+    "seconds; also CODEBASE_MCP_WATCH=false)"
+)
+
+
 def _common(p: argparse.ArgumentParser, *, project: bool = True, group: bool = False) -> None:
     """``--project`` and ``--json``. On a group (``repos``) and its actions (``repos list``)
     alike: defaults come from the group (``set_defaults``), so an action's own defaults never
@@ -219,6 +225,20 @@ def _jobs(sub: Any) -> None:
         default=None,
         help="jobs run at once (default: CODEBASE_MCP_MAX_CONCURRENT_JOBS or 3)",
     )
+    wk.add_argument("--no-watch", action="store_true", help=NO_WATCH_HELP)
+
+    wa = sub.add_parser(
+        "watch",
+        help="keep indexes fresh with no MCP server: index what changes, as it changes",
+    )
+    wa.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="repository roots to watch, indexed first if they are not yet (default: every "
+        "indexed repository of every project)",
+    )
+    wa.add_argument("--project", default=None, help=PROJECT_HELP)
 
 
 def build_parser() -> Parser:
@@ -255,6 +275,7 @@ def build_parser() -> Parser:
         help="HTTP server processes sharing the port (default 1); more than one serves "
         "stateless HTTP with JSON responses, without progress notifications",
     )
+    sv.add_argument("--no-watch", action="store_true", help=NO_WATCH_HELP)
     return p
 
 

@@ -32,6 +32,7 @@ from codebase_mcp_search.entrypoints.mcp.tools_jobs import register_job_tools
 from codebase_mcp_search.entrypoints.mcp.tools_tasks import register_task_tools
 from codebase_mcp_search.entrypoints.mcp.unauthorized import ExplainUnauthorized
 from codebase_mcp_search.entrypoints.settings import Settings
+from codebase_mcp_search.entrypoints.watching import running_watching
 from codebase_mcp_search.entrypoints.worker import running_worker
 
 log = logging.getLogger("codebase_mcp")
@@ -123,6 +124,10 @@ def build_server(
             if runs_jobs or resolved.store == "memory":
                 # Entered last, so it stops (handing its jobs back) before the pool closes.
                 state.worker = await stack.enter_async_context(running_worker(workspaces))
+            if resolved.watch:
+                # Entered after the worker, so it stops first: no job is queued by a watcher
+                # while the worker hands its jobs back.
+                state.watching = await stack.enter_async_context(running_watching(workspaces))
             current["state"] = state
             try:
                 yield state

@@ -13,6 +13,7 @@ from fastmcp import Context
 
 from codebase_mcp_search.core.errors import CoreError, ValidationFailed
 from codebase_mcp_search.core.services import JobWorker
+from codebase_mcp_search.core.services.watching import Watching
 from codebase_mcp_search.entrypoints.facade import Workspaces
 
 
@@ -58,6 +59,8 @@ class ServerState:
     started: float = field(default_factory=time.monotonic)
     # The server's own job worker (None when dedicated workers run the jobs).
     worker: JobWorker | None = None
+    # What keeps the served repositories' indexes fresh (None: CODEBASE_MCP_WATCH=false).
+    watching: Watching | None = None
     # Searches running at once; more wait their turn, first come first served. Under load a
     # few searches interleaving finish sooner than a hundred sharing the event loop, and a
     # health probe or a task call does not queue behind all of them.

@@ -6,6 +6,7 @@ the service that runs it, map errors (``coded``), shape the response.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Annotated, Any, Literal
 
@@ -13,6 +14,7 @@ from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
+from codebase_mcp_search.adapters.filesystem import read_head
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery
@@ -127,6 +129,8 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
             result = await state.workspaces.jobs.run(
                 cb.project_id, await cb.named(request), watch=job_progress(ctx)
             )
+        if state.watching is not None:
+            state.watching.wake()  # a new repository is watched now, not at the next recheck
         if response_format == "markdown":
             return _result(index_markdown(result, cb.project_id, cb.database_name, detail_level))
         return _result(index_json(result, cb.project_id, cb.database_name, detail_level))
@@ -236,15 +240,25 @@ def register_code_tools(mcp: FastMCP[Any]) -> None:
 
     @mcp.tool(annotations=READ_ONLY, output_schema=None)
     async def list_repositories(ctx: Context, project_id: ProjectId = None) -> dict[str, Any]:
-        """Indexed repositories: id (filters search_code), name, path, counts and
-        semantic_percent (chunks with a vector)."""
+        """Indexed repositories: id (filters search_code), name, path, counts,
+        semantic_percent (chunks with a vector), git branch and commit, watching."""
         state = state_of(ctx)
         with coded():
             cb = await state.workspaces.codebase(project_id, create=False)
             repos = await cb.repositories()
             layers = await cb.semantic_layers(repos)
+        heads = await asyncio.to_thread(lambda: {r.id: read_head(r.path) for r in repos})
+        watching = state.watching
         return {
-            "repositories": [repository_payload(r, layers.get(r.id)) for r in repos],
+            "repositories": [
+                repository_payload(
+                    r,
+                    layers.get(r.id),
+                    head=heads.get(r.id),
+                    watching=watching.state(cb.project_id, r.path) if watching else None,
+                )
+                for r in repos
+            ],
             "project_id": cb.project_id,
             "database_name": cb.database_name,
         }

@@ -1,0 +1,103 @@
+"""In-memory ``WatchClaims`` (the claims of one process) and ``ChangeSource`` (changes a caller
+reports, for a store whose trees are not on disk, and for tests of the watching service)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models.watching import FileChange, WatchMode
+
+
+class InMemoryWatchClaims:
+    """Claims held in this object: every watcher of one memory store lives in one process."""
+
+    def __init__(self) -> None:
+        self._held: set[tuple[str, str]] = set()
+
+    async def claim(self, project_id: str, root: str) -> bool:
+        self._held.add((project_id, root))
+        return True
+
+    async def release(self, project_id: str, root: str) -> None:
+        self._held.discard((project_id, root))
+
+    async def check(self) -> bool:
+        return True
+
+    def held(self) -> set[tuple[str, str]]:
+        return set(self._held)
+
+
+class InMemoryStream:
+    """The changes ``InMemoryChangeSource.report`` gives for one root."""
+
+    def __init__(self, root: str, mode: WatchMode) -> None:
+        self.root = root
+        self.mode = mode
+        self.why: str | None = None
+        self._queue: asyncio.Queue[list[FileChange] | None] = asyncio.Queue()
+        self._ended = False
+
+    def put(self, changes: list[FileChange] | None) -> None:
+        self._queue.put_nowait(changes)
+
+    async def next(self) -> list[FileChange]:
+        if self._ended:
+            raise EOFError(self.root)
+        got = await self._queue.get()
+        if got is None:
+            self._ended = True
+            raise EOFError(self.root)
+        return got
+
+    def drain(self) -> list[FileChange]:
+        out: list[FileChange] = []
+        while not self._queue.empty():
+            got = self._queue.get_nowait()
+            if got is None:
+                self._ended = True
+                break
+            out.extend(got)
+        return out
+
+    async def close(self) -> None:
+        self._ended = True
+
+
+class InMemoryChangeSource:
+    """Roots declared with ``add``; ``report`` delivers changes to the streams open on one;
+    ``files`` holds what ``exists`` finds."""
+
+    def __init__(self, mode: WatchMode = WatchMode.NATIVE) -> None:
+        self._mode = mode
+        self._roots: set[str] = set()
+        self.files: set[tuple[str, str]] = set()
+        """(root, relative path) of the files ``exists`` finds (a test's git lock)."""
+        self.streams: dict[str, list[InMemoryStream]] = {}
+
+    def add(self, root: str) -> None:
+        self._roots.add(root)
+
+    def remove(self, root: str) -> None:
+        """The root is gone: its streams end."""
+        self._roots.discard(root)
+        for stream in self.streams.pop(root, []):
+            stream.put(None)
+
+    def report(self, root: str, changes: list[FileChange]) -> None:
+        for stream in self.streams.get(root, []):
+            stream.put(list(changes))
+
+    async def sees(self, root: str) -> bool:
+        return root in self._roots
+
+    async def exists(self, root: str, rel: str) -> bool:
+        return (root, rel) in self.files
+
+    async def open(self, root: str) -> InMemoryStream:
+        if root not in self._roots:
+            raise ValidationFailed("repo_path", root, "is not a directory")
+        stream = InMemoryStream(root, self._mode)
+        self.streams.setdefault(root, []).append(stream)
+        return stream

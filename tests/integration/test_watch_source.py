@@ -1,0 +1,93 @@
+"""The watchfiles change source on this machine's file system: native events, the polling
+fallback, and git's files read for a repository's branch and commit (issue 37)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from codebase_mcp_search.adapters.filesystem import read_head
+from codebase_mcp_search.adapters.watch import WatchfilesChangeSource
+from codebase_mcp_search.core.errors import ValidationFailed
+from codebase_mcp_search.core.models.watching import ChangeKind, FileChange, WatchMode
+from tests.integration.test_mcp_watch import git
+
+DEADLINE_S = 30.0
+
+
+async def changes_until(stream: object, wanted: set[str]) -> dict[str, ChangeKind]:
+    """Changes taken from ``stream`` until every path of ``wanted`` was reported."""
+    seen: dict[str, ChangeKind] = {}
+    async with asyncio.timeout(DEADLINE_S):
+        while not wanted <= set(seen):
+            batch: list[FileChange] = await stream.next()  # type: ignore[attr-defined]
+            assert batch
+            seen.update({c.path: c.kind for c in batch})
+    return seen
+
+
+@pytest.mark.parametrize("polling", [False, True])
+async def test_changes_below_a_root_are_reported(tmp_path: Path, polling: bool) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "old.py").write_text("x = 1\n")
+    source = WatchfilesChangeSource(polling=polling, poll_ms=200)
+    assert await source.sees(str(tmp_path))
+    stream = await source.open(str(tmp_path))
+    try:
+        assert stream.mode is (WatchMode.POLLING if polling else WatchMode.NATIVE)
+        assert (stream.why is not None) is polling
+        (tmp_path / "pkg" / "new.py").write_text("y = 2\n")
+        (tmp_path / "pkg" / "old.py").unlink()
+        seen = await changes_until(stream, {"pkg/new.py", "pkg/old.py"})
+        assert seen["pkg/old.py"] is ChangeKind.DELETED
+        assert seen["pkg/new.py"] in (ChangeKind.ADDED, ChangeKind.MODIFIED)
+    finally:
+        await stream.close()
+    with pytest.raises(EOFError):
+        await stream.next()
+
+
+async def test_a_file_made_and_removed_in_one_batch_reads_as_deleted(tmp_path: Path) -> None:
+    stream = await WatchfilesChangeSource().open(str(tmp_path))
+    try:
+        lock = tmp_path / "index.lock"
+        lock.write_text("x")
+        os.replace(lock, tmp_path / "index")
+        seen = await changes_until(stream, {"index.lock", "index"})
+        assert seen["index.lock"] is ChangeKind.DELETED
+    finally:
+        await stream.close()
+
+
+async def test_a_missing_root_is_refused(tmp_path: Path) -> None:
+    source = WatchfilesChangeSource()
+    assert not await source.sees(str(tmp_path / "nope"))
+    with pytest.raises(ValidationFailed):
+        await source.open(str(tmp_path / "nope"))
+
+
+def test_branch_and_commit_from_loose_and_packed_refs_and_worktrees(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert read_head(str(root)) is None
+    git(root, "init", "-q", "-b", "trunk")
+    head = read_head(str(root))
+    assert head is not None and (head.branch, head.commit) == ("trunk", None)
+    (root / "a.py").write_text("a = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a")
+    sha = git(root, "rev-parse", "HEAD")
+    assert read_head(str(root)) == type(head)("trunk", sha)
+    git(root, "pack-refs", "--all")  # the loose ref moves into packed-refs
+    assert not (root / ".git" / "refs" / "heads" / "trunk").exists()
+    assert read_head(str(root)) == type(head)("trunk", sha)
+    git(root, "checkout", "-q", "--detach")
+    assert read_head(str(root)) == type(head)(None, sha)
+    wt = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "-b", "side", str(wt), "trunk")
+    assert (wt / ".git").is_file()
+    assert read_head(str(wt)) == type(head)("side", sha)
+    git(wt, "status")  # git itself takes the worktree
