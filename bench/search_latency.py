@@ -155,6 +155,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     *((f"directory={d}", d) for d in directories),
                 ]:
                     lat: dict[str, list[float]] = {suffix: [] for suffix in services}
+                    # This process's CPU per search (its threads included): the server's
+                    # own cost, less bent by other work on a shared machine than the clock.
+                    cpu: dict[str, float] = dict.fromkeys(services, 0.0)
                     for rep in range(args.repeat):
                         # Each pass from cold in-process caches (the chunks a store keeps
                         # read): every pass asks the same questions, which no user does.
@@ -168,14 +171,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             # first had warmed, and a slower hour of the machine.
                             turn = order if (i + rep) % 2 == 0 else order[::-1]
                             for suffix, service in turn:
-                                t = time.perf_counter()
+                                t, c = time.perf_counter(), time.process_time()
                                 await service.search(query)
                                 lat[suffix].append((time.perf_counter() - t) * 1000.0)
+                                cpu[suffix] += time.process_time() - c
                     for suffix, samples in lat.items():
                         out[f"{mode}/{label}{suffix}"] = {
                             "p50_ms": _pct(samples, 0.5),
                             "p95_ms": _pct(samples, 0.95),
                             "mean_ms": round(statistics.fmean(samples), 2),
+                            "cpu_ms": round(cpu[suffix] * 1000.0 / len(samples), 2),
                             "n": len(samples),
                         }
             out["index_status"] = result.status.value

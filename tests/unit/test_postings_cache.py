@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codebase_mcp_search.adapters.postgres.chunk_store import postings_cache
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import score
 from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
@@ -85,6 +86,39 @@ def test_terms_summed_score_as_the_blocks_do(
             assert sorted(term.seqs.tolist()) == sorted(
                 {c for t, cs in blocks if t == key for c in cs}
             )
+
+
+def _terms_one_block_at_a_time(row: dict[str, Any]) -> dict[int, tuple[list[int], bytes]]:
+    """Each term's chunks and contributions (their bytes) as the blocks give them, gathered
+    block by block in the row's order (the grouping before it was vectorised)."""
+    postings = decoded(row)
+    assert postings is not None
+    out: dict[int, tuple[list[int], list[float]]] = {}
+    at = 0
+    for term, size in zip(postings.terms.tolist(), postings.sizes.tolist(), strict=True):
+        seqs, contrib = out.setdefault(term, ([], []))
+        seqs.extend(postings.chunks[at : at + size].tolist())
+        contrib.extend(postings.contrib[at : at + size].tolist())
+        at += size
+    return {t: (s, np.asarray(c, dtype=np.float64).tobytes()) for t, (s, c) in out.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=blocks_strategy, seed=st.integers(0, 1000))
+def test_each_term_holds_its_blocks_postings_in_order(
+    blocks: list[tuple[int, list[int]]], seed: int
+) -> None:
+    """Blocks of a term adjacent in the row or scattered among others' (a row is not sorted
+    by term): each term's postings are its blocks' in the row's order, bit for bit."""
+    row = _row(blocks, seed)
+    read = terms_of(row, [11, 22, 33, 44])
+    assert read is not None
+    got = {
+        key: (term.seqs.tolist(), term.contrib.tobytes())
+        for key, term in read[2].items()
+        if term is not None
+    }
+    assert got == _terms_one_block_at_a_time(row)
 
 
 def _term(n: int) -> Term:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import asyncpg
 import numpy as np
 
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded, summed
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
@@ -200,8 +200,7 @@ def score(row: asyncpg.Record | None) -> Scored | None:
     found = decoded(row)
     if found is None:
         return None
-    seqs, inverse = np.unique(found.chunks, return_inverse=True)
-    raw = np.bincount(inverse, weights=found.contrib, minlength=len(seqs))
+    seqs, raw = summed(found.chunks, found.contrib)
     return Scored(
         seqs=seqs, raw=raw, bound=lexical.upper_bound(found.idf_of.values()), epoch=found.epoch
     )

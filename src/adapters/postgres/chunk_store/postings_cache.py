@@ -32,7 +32,7 @@ import numpy as np
 
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded, summed
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import (
     THREAD_POSTINGS,
@@ -100,19 +100,24 @@ def terms_of(
     if postings is None:
         return epoch, generation, found
     # Each term's postings: its blocks' slices (grouped by block, not by posting: a common
-    # term has tens of thousands of postings in a few hundred blocks).
+    # term has a block in most files), in the row's order.
     ends = np.cumsum(postings.sizes)
     starts = ends - postings.sizes
-    by_term: dict[int, list[int]] = {}
-    for i, term in enumerate(postings.terms.tolist()):
-        by_term.setdefault(term, []).append(i)
+    order = np.argsort(postings.terms, kind="stable")
+    in_order = postings.terms[order]
+    cuts = np.flatnonzero(in_order[1:] != in_order[:-1]) + 1
     chunks, contrib, idf_of = postings.chunks, postings.contrib, postings.idf_of
-    for key, blocks in by_term.items():
-        if blocks == list(range(blocks[0], blocks[-1] + 1)):  # adjacent: one slice
-            part = slice(int(starts[blocks[0]]), int(ends[blocks[-1]]))
+    for group in np.split(order, cuts):
+        key = int(postings.terms[group[0]])
+        first, last = int(group[0]), int(group[-1])
+        if last - first + 1 == len(group):  # adjacent blocks: one slice
+            part = slice(int(starts[first]), int(ends[last]))
             found[key] = Term(chunks[part], contrib[part], idf_of[key])
         else:
-            idx = np.concatenate([np.arange(starts[b], ends[b]) for b in blocks])
+            sizes = postings.sizes[group]
+            # Each posting's index: its block's start, plus its rank within the block.
+            shift = starts[group] - (np.cumsum(sizes) - sizes)
+            idx = np.repeat(shift, sizes) + np.arange(int(sizes.sum()))
             found[key] = Term(chunks[idx], contrib[idx], idf_of[key])
     return epoch, generation, found
 
@@ -198,8 +203,7 @@ def combined(
         return None
     all_seqs = np.concatenate([t.seqs for _, t in present])
     all_contrib = np.concatenate([t.contrib for _, t in present])
-    seqs, inverse = np.unique(all_seqs, return_inverse=True)
-    raw = np.bincount(inverse, weights=all_contrib, minlength=len(seqs))
+    seqs, raw = summed(all_seqs, all_contrib)
     return seqs, raw, lexical.upper_bound(t.idf for _, t in present)
 
 
