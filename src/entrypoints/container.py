@@ -3,6 +3,7 @@ chooses the embedder, and ``projects``, which holds each project's stores and se
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,12 +12,6 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
-from codebase_mcp_search.adapters.filesystem import LocalSourceTree
-from codebase_mcp_search.adapters.memory import InMemoryJobQueue
-from codebase_mcp_search.adapters.postgres import AnnConfig, PgCaches, PgDatabase, PgJobQueue
-from codebase_mcp_search.adapters.tokens import TiktokenCounter
-from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
-from codebase_mcp_search.adapters.workers import ProcessChunkingPool
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import (
@@ -32,6 +27,87 @@ from codebase_mcp_search.entrypoints.settings import Settings
 if TYPE_CHECKING:
     import httpx
 
+    from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+    from codebase_mcp_search.adapters.memory import InMemoryJobQueue
+    from codebase_mcp_search.adapters.postgres import AnnConfig, PgCaches, PgDatabase, PgJobQueue
+    from codebase_mcp_search.adapters.tokens import TiktokenCounter
+    from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+    from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+
+# Each adapter is imported by the provider that makes it, when it is first made: a command
+# loads what it uses (a lexical search: the Postgres chunk store, not the chunker, the token
+# counter, the worker pool or the memory adapters). A server imports them as it starts
+# (``preload``), so that no first call pays for them.
+SERVER_MODULES = (
+    "codebase_mcp_search.adapters.filesystem",
+    "codebase_mcp_search.adapters.memory.chunk_store",
+    "codebase_mcp_search.adapters.memory.job_queue",
+    "codebase_mcp_search.adapters.memory.task_repo",
+    "codebase_mcp_search.adapters.postgres.chunk_store",
+    "codebase_mcp_search.adapters.postgres.database",
+    "codebase_mcp_search.adapters.postgres.job_queue",
+    "codebase_mcp_search.adapters.postgres.postings",
+    "codebase_mcp_search.adapters.postgres.task_repo",
+    "codebase_mcp_search.adapters.tokens",
+    "codebase_mcp_search.adapters.treesitter",
+    "codebase_mcp_search.adapters.workers",
+)
+
+
+def preload() -> None:
+    """Import every adapter module a server may use (what the container imported as it loaded,
+    before its providers imported their adapters when first used)."""
+    for name in SERVER_MODULES:
+        importlib.import_module(name)
+
+
+def _ann(m: int, ef_construction: int) -> AnnConfig:
+    from codebase_mcp_search.adapters.postgres.ann import AnnConfig
+
+    return AnnConfig(m=m, ef_construction=ef_construction)
+
+
+def _caches(on: bool) -> PgCaches:
+    from codebase_mcp_search.adapters.postgres.chunk_store.caches import PgCaches
+
+    return PgCaches() if on else PgCaches.off()
+
+
+def _token_counter() -> TiktokenCounter:
+    from codebase_mcp_search.adapters.tokens import TiktokenCounter
+
+    return TiktokenCounter()
+
+
+def _chunker(token_counter: TiktokenCounter, max_tokens: int, min_tokens: int) -> TreeSitterChunker:
+    from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
+
+    return TreeSitterChunker(token_counter, max_tokens=max_tokens, min_tokens=min_tokens)
+
+
+def _source_tree(max_file_bytes: int, allow_secrets: bool) -> LocalSourceTree:
+    from codebase_mcp_search.adapters.filesystem import LocalSourceTree
+
+    return LocalSourceTree(max_file_bytes=max_file_bytes, allow_secrets=allow_secrets)
+
+
+def _chunking_pool() -> ProcessChunkingPool:
+    from codebase_mcp_search.adapters.workers import ProcessChunkingPool
+
+    return ProcessChunkingPool()
+
+
+def _memory_job_queue() -> InMemoryJobQueue:
+    from codebase_mcp_search.adapters.memory.job_queue import InMemoryJobQueue
+
+    return InMemoryJobQueue()
+
+
+def _pg_job_queue(database: PgDatabase, queue: str) -> PgJobQueue:
+    from codebase_mcp_search.adapters.postgres.job_queue import PgJobQueue
+
+    return PgJobQueue(database=database, queue=queue)
+
 
 async def postgres_database(
     url: str | None,
@@ -43,6 +119,8 @@ async def postgres_database(
     cache_budget_mb: int,
 ) -> AsyncIterator[PgDatabase]:
     """The process's Postgres pool (embedded server when ``url`` is None); opens lazily."""
+    from codebase_mcp_search.adapters.postgres.database import PgDatabase
+
     database = PgDatabase(
         url,
         data_dir=Path(data_dir),
@@ -86,19 +164,17 @@ class Container(containers.DeclarativeContainer):
         idle_s=config.pg_idle_seconds,
         cache_budget_mb=config.cache_budget_mb,
     )
-    ann = providers.Singleton(
-        AnnConfig, m=config.hnsw_m, ef_construction=config.hnsw_ef_construction
-    )
+    ann = providers.Singleton(_ann, m=config.hnsw_m, ef_construction=config.hnsw_ef_construction)
 
-    token_counter = providers.Singleton(TiktokenCounter)
+    token_counter = providers.Singleton(_token_counter)
     chunker = providers.Singleton(
-        TreeSitterChunker,
+        _chunker,
         token_counter=token_counter,
         max_tokens=config.chunk_max_tokens,
         min_tokens=config.chunk_min_tokens,
     )
     source_tree = providers.Singleton(
-        LocalSourceTree,
+        _source_tree,
         max_file_bytes=config.max_file_bytes,
         allow_secrets=config.allow_secrets,
     )
@@ -106,9 +182,7 @@ class Container(containers.DeclarativeContainer):
         ProjectStores,
         database=providers.Selector(config.store, memory=providers.Object(None), postgres=database),
         ann=ann,
-        caches=providers.Callable(
-            lambda on: PgCaches() if on else PgCaches.off(), on=config.pg_caches
-        ),
+        caches=providers.Callable(_caches, on=config.pg_caches),
     )
     # The configured project's; other projects' through ``project_stores`` (or pass
     # ``project_id=`` to these two).
@@ -144,7 +218,7 @@ class Container(containers.DeclarativeContainer):
         batch_files=config.index_batch_files,
         vector_batch=config.vector_batch_chunks,
         workers=config.index_workers,
-        chunking_pool=providers.Singleton(ProcessChunkingPool),
+        chunking_pool=providers.Singleton(_chunking_pool),
     )
     # The embedder's provider, not the embedder: a search resolves it only when it has vectors
     # to compare, so a lexical search never loads a model.
@@ -168,8 +242,8 @@ class Container(containers.DeclarativeContainer):
     # service, so that the workers of this process hear of its submits and cancels.
     job_queue = providers.Selector(
         config.store,
-        memory=providers.Singleton(InMemoryJobQueue),
-        postgres=providers.Singleton(PgJobQueue, database=database, queue=config.job_queue),
+        memory=providers.Singleton(_memory_job_queue),
+        postgres=providers.Singleton(_pg_job_queue, database=database, queue=config.job_queue),
     )
     job_service = providers.Singleton(JobService, queue=job_queue)
 

@@ -2,8 +2,8 @@
 works of Ollama, the built-in ONNX model and the local extra, else none (lexical search only).
 A container resource (``Container.embedder_choice``): chosen once per process, and logged.
 
-The HTTP and ONNX embedders are imported when chosen: a lexical search or a task command
-never loads httpx or the model's runtime (a CLI command's start is mostly imports)."""
+Every embedder is imported when chosen: a lexical search or a task command never loads
+httpx, numpy or the model's runtime (a CLI command's start is mostly imports)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codebase_mcp_search.adapters.hashing import HashingEmbedder
-from codebase_mcp_search.adapters.local import LocalEmbedder, local_extra_installed
 from codebase_mcp_search.core.errors import EmbedderUnavailable
 from codebase_mcp_search.core.ports import Embedder
 
 if TYPE_CHECKING:
     import httpx
 
+    from codebase_mcp_search.adapters.local import LocalEmbedder
     from codebase_mcp_search.adapters.ollama import OllamaEmbedder
     from codebase_mcp_search.adapters.onnx import OnnxEmbedder
     from codebase_mcp_search.adapters.openai import OpenAICompatibleEmbedder
@@ -98,7 +97,16 @@ def _onnx(config: Mapping[str, Any], client: httpx.AsyncClient) -> OnnxEmbedder:
 
 def _local(config: Mapping[str, Any], client: httpx.AsyncClient) -> LocalEmbedder:
     """(``client`` unused: the signature of every entry of ``_OPENED``.)"""
+    from codebase_mcp_search.adapters.local import LocalEmbedder
+
     return LocalEmbedder(config["local_model"], batch_size=config["embedding_batch_size"])
+
+
+def local_extra_installed() -> bool:
+    """Whether the ``local`` extra (sentence-transformers) can be imported."""
+    from codebase_mcp_search.adapters import local
+
+    return local.local_extra_installed()
 
 
 # The embedders that must be opened (a server asked, a model loaded) before use.
@@ -119,6 +127,8 @@ async def choose_embedder(config: Mapping[str, Any], client: httpx.AsyncClient) 
     if requested == "none":
         return EmbedderChoice(None, requested, "none", "CODEBASE_MCP_EMBEDDER=none")
     if requested == "hash":
+        from codebase_mcp_search.adapters.hashing import HashingEmbedder
+
         hashing = HashingEmbedder(dimension=config["hash_dimension"])
         return EmbedderChoice(hashing, requested, "hash", "CODEBASE_MCP_EMBEDDER=hash")
     if requested != "auto":

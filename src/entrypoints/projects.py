@@ -5,20 +5,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemoryTaskRepo
-from codebase_mcp_search.adapters.postgres import (
-    AnnConfig,
-    PgCaches,
-    PgChunkStore,
-    PgDatabase,
-    PgTaskRepo,
-    schema_name,
-)
 from codebase_mcp_search.core.models import check_project_id
-from codebase_mcp_search.core.ports import ChunkStore, TaskRepo
-from codebase_mcp_search.core.services import IndexingService, SearchService, TaskService
+
+if TYPE_CHECKING:
+    from codebase_mcp_search.adapters.postgres import AnnConfig, PgCaches, PgDatabase
+    from codebase_mcp_search.core.ports import ChunkStore, TaskRepo
+    from codebase_mcp_search.core.services import IndexingService, SearchService, TaskService
 
 T = TypeVar("T")
 
@@ -41,7 +35,7 @@ class ProjectStores:
         at its budget)."""
         self._database = database
         self._ann = ann
-        self._caches = caches or PgCaches()
+        self._caches = caches
         self._stores: dict[str, ChunkStore] = {}
         self._repos: dict[str, TaskRepo] = {}
 
@@ -52,18 +46,26 @@ class ProjectStores:
 
     def database_name(self, project_id: str) -> str | None:
         """The Postgres schema of a project (None for the memory store)."""
-        return schema_name(project_id) if self._database is not None else None
+        if self._database is None:
+            return None
+        from codebase_mcp_search.adapters.postgres.schema import schema_name
+
+        return schema_name(project_id)
 
     def chunk_store(self, project_id: str) -> ChunkStore:
         pid = check_project_id(project_id)
         store = self._stores.get(pid)
         if store is None:
+            # Each store's adapter imported as it is first made: a process uses one kind.
             db = self._database
-            store = (
-                InMemoryChunkStore()
-                if db is None
-                else PgChunkStore(db, pid, ann=self._ann, caches=self._caches)
-            )
+            if db is None:
+                from codebase_mcp_search.adapters.memory.chunk_store import InMemoryChunkStore
+
+                store = InMemoryChunkStore()
+            else:
+                from codebase_mcp_search.adapters.postgres.chunk_store import PgChunkStore
+
+                store = PgChunkStore(db, pid, ann=self._ann, caches=self._caches)
             self._stores[pid] = store
         return store
 
@@ -72,7 +74,14 @@ class ProjectStores:
         repo = self._repos.get(pid)
         if repo is None:
             db = self._database
-            repo = InMemoryTaskRepo() if db is None else PgTaskRepo(db, pid)
+            if db is None:
+                from codebase_mcp_search.adapters.memory.task_repo import InMemoryTaskRepo
+
+                repo = InMemoryTaskRepo()
+            else:
+                from codebase_mcp_search.adapters.postgres.task_repo import PgTaskRepo
+
+                repo = PgTaskRepo(db, pid)
             self._repos[pid] = repo
         return repo
 

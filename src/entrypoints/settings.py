@@ -56,7 +56,8 @@ class Settings(BaseSettings):
     pg_idle_seconds: float = Field(default=defaults.PG_IDLE_S, ge=0)
     # What each Postgres store keeps in this process (chunk texts, postings, a small project's
     # vectors, filter matches, the repository list), each within its budget; false: none,
-    # every search reads the database (adapters.postgres.PgCaches).
+    # every search reads the database (adapters.postgres.PgCaches). The CLI's commands but
+    # serve and worker run once and exit: they keep none whatever this says.
     pg_caches: bool = True
     # MiB the caches of every project together may hold in the process (least recently used
     # out first, across projects; adapters.postgres.cache_ledger). 0: nothing is kept.

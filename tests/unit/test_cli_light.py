@@ -41,3 +41,17 @@ def test_the_parser_spells_the_core_enums_values() -> None:
     assert tuple(s.value for s in TaskStatus) == parser.TASK_STATUS_VALUES
     assert tuple(s.value for s in JobStatus) == parser.JOB_STATUS_VALUES
     assert tuple(m.value for m in SearchMode) == parser.SEARCH_MODE_VALUES
+
+
+@pytest.mark.parametrize(
+    ("command", "kept"), [("search", False), ("index", False), ("serve", True), ("worker", True)]
+)
+def test_only_lasting_commands_keep_the_store_caches(command: str, kept: bool) -> None:
+    """A command that runs once reads nothing twice: the store's caches (and the connection
+    listening for changes that keeps them current) would only cost it."""
+    from codebase_mcp_search.entrypoints.cli.main import _for_command
+    from codebase_mcp_search.entrypoints.settings import Settings
+
+    settings = Settings(store="memory", pg_caches=True)
+    assert _for_command(settings, command).pg_caches is kept
+    assert settings.pg_caches  # the settings given are left as they were

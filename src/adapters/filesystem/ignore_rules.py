@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pathspec
+from typing import TYPE_CHECKING, Any
 
 from codebase_mcp_search.core.errors import ValidationFailed
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 class PathspecIgnoreMatcher:
@@ -43,6 +44,8 @@ class PathspecIgnoreRules:
 
     def compile(self, lines: Sequence[str], directory: str = "") -> PathspecIgnoreMatcher | None:
         """The matcher of ``lines`` for paths below ``directory``; None without a pattern."""
+        import pathspec  # here: a process that scans no tree (a search) never loads it
+
         try:
             # GitIgnoreSpec follows git for files: a negated directory pattern does not
             # re-include a file that a file pattern ignores. For a directory itself git's rule

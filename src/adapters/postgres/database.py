@@ -97,6 +97,7 @@ class PgDatabase:
         self._statement_timeout = statement_timeout_s
         self._pool: asyncpg.Pool | None = None
         self._pool_lock = asyncio.Lock()
+        self._bootstrapped = False
         # Backend pids of pooled connections that changed session state (see ``connection``).
         self._session_state: set[int] = set()
         self._workspaces: dict[str, Workspace] = {}
@@ -155,6 +156,10 @@ class PgDatabase:
         return self._url
 
     async def _init_connection(self, conn: asyncpg.Connection) -> None:
+        if not self._bootstrapped:
+            # The pool's first connection: the vector type must exist before its codec.
+            await self._bootstrap(conn)
+            self._bootstrapped = True
         try:
             await register_vector(conn)
         except ValueError as e:  # pgvector raises ValueError when the type is missing
@@ -165,23 +170,21 @@ class PgDatabase:
                 private=f"{self.url}: {e}",
             ) from e
 
-    async def _bootstrap(self, url: str) -> None:
-        """Create the extension and global schema once, under the migration lock."""
-        conn = await asyncpg.connect(url, timeout=self._connect_timeout)
-        try:
-            async with conn.transaction():
-                await conn.execute(LOCK_MIGRATIONS, MIGRATION_LOCK)
-                try:
-                    await conn.execute(GLOBAL_SQL)
-                except (asyncpg.UndefinedFileError, asyncpg.FeatureNotSupportedError) as e:
-                    raise StoreUnavailable(
-                        f"{self.shown} has no pgvector extension ({type(e).__name__}): "
-                        "install pgvector there, or unset DATABASE_URL to use the embedded "
-                        "server",
-                        private=f"{self.url}: {e}",
-                    ) from e
-        finally:
-            await conn.close()
+    async def _bootstrap(self, conn: asyncpg.Connection) -> None:
+        """Create the extension and global schema (once per pool, on its first connection:
+        a command of the CLI opens no connection of its own for it), under the migration
+        lock."""
+        async with conn.transaction():
+            await conn.execute(LOCK_MIGRATIONS, MIGRATION_LOCK)
+            try:
+                await conn.execute(GLOBAL_SQL)
+            except (asyncpg.UndefinedFileError, asyncpg.FeatureNotSupportedError) as e:
+                raise StoreUnavailable(
+                    f"{self.shown} has no pgvector extension ({type(e).__name__}): "
+                    "install pgvector there, or unset DATABASE_URL to use the embedded "
+                    "server",
+                    private=f"{self.url}: {e}",
+                ) from e
 
     async def pool(self) -> asyncpg.Pool:
         """The pool, opened (and the database bootstrapped) on first call."""
@@ -191,7 +194,7 @@ class PgDatabase:
             if self._pool is None:
                 try:
                     url = await self._server_url()
-                    await self._bootstrap(url)
+                    self._bootstrapped = False  # a new pool: perhaps a new server
                     self._pool = await asyncpg.create_pool(
                         url,
                         min_size=1,

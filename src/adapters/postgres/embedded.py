@@ -115,13 +115,16 @@ def _start(data_dir: Path, idle_s: float = 0.0) -> str:
             with pgserver.PostgresServer._lock:
                 linger.arrived(data_dir.expanduser().resolve(), idle_s)
         known = pgserver.PostgresServer._instances.get(data_dir.expanduser().resolve())
+        # A server found running was configured by the start that brought it up: only a
+        # start of ours asks (a connection of its own, most of an attach's time).
+        up = _running(data_dir)
         server = pgserver.get_server(data_dir, cleanup_mode="stop")
         if server is known:
             # This process started it before: if it died since (killed, crashed), start it
             # again (a no-op while it runs).
             with pgserver.PostgresServer._lock:
                 server.ensure_postgres_running()
-        if _configure(server.get_uri()) and fresh:
+        if not up and _configure(server.get_uri()) and fresh:
             # A cluster made just now restarts with its settings, unless another process of
             # ours uses it already (cleanup stops the server only for its last user); then it
             # takes them at its next start. The new handle registers this process again.
@@ -142,6 +145,12 @@ def _start(data_dir: Path, idle_s: float = 0.0) -> str:
         server.cleanup_mode = None if watched else "stop"
     uri: str = server.get_uri()
     return uri
+
+
+def _running(data_dir: Path) -> bool:
+    """Whether the postmaster of ``data_dir`` runs now."""
+    pid = linger.postmaster_pid(data_dir.expanduser().resolve())
+    return pid is not None and not linger.gone(pid)
 
 
 def _forget_dead_users(data_dir: Path) -> None:

@@ -7,9 +7,7 @@ import asyncio
 import os
 import shlex
 from collections import Counter
-
-from rich.console import Console
-from rich.syntax import Syntax
+from typing import TYPE_CHECKING
 
 from codebase_mcp_search.core.errors import RepositoryNotFound, ValidationFailed
 from codebase_mcp_search.core.models import IndexRequest, IndexResult, SearchQuery, SearchResult
@@ -17,13 +15,17 @@ from codebase_mcp_search.core.models.text import path_in_directory, relative_ins
 from codebase_mcp_search.core.services import RunCounts
 from codebase_mcp_search.entrypoints.cli.common import Run, open_project
 from codebase_mcp_search.entrypoints.cli.errors import EXIT_ERROR, EXIT_OK
-from codebase_mcp_search.entrypoints.cli.jobs import index_background
-from codebase_mcp_search.entrypoints.cli.progress import IndexProgress, counted
 from codebase_mcp_search.entrypoints.cli.views import dump, index_view
 from codebase_mcp_search.entrypoints.codebase import with_vectors
 from codebase_mcp_search.entrypoints.facade import Codebase, open_workspaces
 from codebase_mcp_search.entrypoints.presenters import layer_progress, search_payload
 from codebase_mcp_search.entrypoints.requests import index_request, resolve_repo_path
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The progress display, the job commands and syntax highlighting are imported where used: a
+# search as a whole process is mostly imports, and most searches need none of them.
 
 SNIPPET_LINES = 12
 ERRORS_SHOWN = 20
@@ -35,6 +37,8 @@ async def _index(
     """Both layers of ``request``'s repository, each with its progress: the lexical one, then
     (with ``vectors``) the vectors it left missing. Interrupted (Ctrl-C), it says what is
     kept and how to go on, and stops."""
+    from codebase_mcp_search.entrypoints.cli.progress import IndexProgress, counted
+
     a = run.args
     wait = not getattr(a, "no_wait", False)
     written = RunCounts()
@@ -90,6 +94,8 @@ async def _index(
 async def index_command(run: Run) -> int:
     a = run.args
     if a.background:
+        from codebase_mcp_search.entrypoints.cli.jobs import index_background
+
         return await index_background(run)
     # Before the store opens: a typo fails at once.
     request = index_request(a.path, name=a.name, force=a.force, field="path")
@@ -252,6 +258,8 @@ def skipped_line(result: IndexResult) -> str | None:
 
 
 def print_index(result: IndexResult, out: Console, *, verbose: bool = False) -> None:
+    from codebase_mcp_search.entrypoints.cli.progress import counted
+
     out.print(
         f"[bold]{result.repository_name}[/] ({result.repository_id}): "
         f"{counted(result.files_indexed, 'files')} indexed, {result.files_unchanged} unchanged, "
@@ -353,6 +361,8 @@ def print_search(result: SearchResult, out: Console, *, empty: str | None = None
         lines = hit.content.splitlines()
         shown = lines[:SNIPPET_LINES]
         if out.is_terminal:
+            from rich.syntax import Syntax
+
             out.print(
                 Syntax(
                     "\n".join(shown),

@@ -4,34 +4,38 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from dataclasses import dataclass
-
-from rich.console import Console
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from codebase_mcp_search.core.errors import Hint, ValidationFailed
 from codebase_mcp_search.entrypoints.facade import Codebase, Workspaces
 from codebase_mcp_search.entrypoints.settings import Settings
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 KNOWN_SHOWN = 10
 
 
-class Output(Console):
-    """rich's console, except that a closed stdout ends the command as ``| head`` expects
-    (exit 141, in ``main``) rather than with rich's own exit 1."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
-
-
-@dataclass(frozen=True)
 class Run:
-    """One command's arguments, settings, stdout (data) and stderr (progress, messages)."""
+    """One command's arguments, settings, stdout (data) and stderr (progress, messages); each
+    console is made when first used (``consoles``)."""
 
-    args: argparse.Namespace
-    settings: Settings
-    out: Console
-    err: Console
+    def __init__(self, args: argparse.Namespace, settings: Settings) -> None:
+        self.args = args
+        self.settings = settings
+
+    @cached_property
+    def out(self) -> Console:
+        from codebase_mcp_search.entrypoints.cli import consoles
+
+        return consoles.stdout()
+
+    @cached_property
+    def err(self) -> Console:
+        from codebase_mcp_search.entrypoints.cli import consoles
+
+        return consoles.stderr()
 
 
 async def open_project(ws: Workspaces, requested: str | None, *, create: bool) -> Codebase:

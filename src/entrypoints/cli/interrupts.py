@@ -12,6 +12,11 @@ Three moments need more than ``except KeyboardInterrupt`` around the command:
   ``atexit`` callback, and a KeyboardInterrupt there is printed as "Exception ignored" and
   leaves the server running. ``defer_interrupts`` holds a Ctrl-C from then on until the exit
   work is done, and then ends the process with 130.
+
+The same last exit callback ends a one-shot command's process once its exit work is done
+(``exit_quickly``): the interpreter's teardown after it (every module's objects freed, a last
+full collection) was 0.05-0.1 s of CPU of a search from the command line, and leaves nothing
+behind that anyone reads.
 """
 
 from __future__ import annotations
@@ -79,19 +84,22 @@ class _Deferred:
     def __init__(self) -> None:
         self.pressed = False
         self.armed = False
+        self.quick: int | None = None  # the exit code, once the command said it (exit_quickly)
 
     def hold(self, signum: int, frame: FrameType | None) -> None:
         self.pressed = True
 
     def finish(self) -> None:
-        """Last of the exit callbacks (registered first): the exit code becomes 130."""
-        if not self.pressed:
+        """Last of the exit callbacks (registered first): the exit code becomes 130 after a
+        Ctrl-C; a one-shot command's process ends here (``exit_quickly``)."""
+        if not self.pressed and self.quick is None:
             return
-        say_interrupted()
+        if self.pressed:
+            say_interrupted()
         for stream in (sys.stdout, sys.stderr):
             with suppress(OSError, ValueError):
                 stream.flush()
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(EXIT_INTERRUPTED if self.pressed else self.quick or 0)
 
 
 _DEFERRED = _Deferred()
@@ -103,6 +111,15 @@ def prepare_exit() -> None:
     if not _DEFERRED.armed:
         _DEFERRED.armed = True
         atexit.register(_DEFERRED.finish)
+
+
+def exit_quickly(code: int) -> None:
+    """The command ended with ``code``, and its process may skip the interpreter's teardown:
+    once the exit callbacks ran (the last is ``prepare_exit``'s), it ends with ``code``. Only
+    after ``prepare_exit``, in a process that runs one command; its threads have ended by
+    then (the interpreter waits for them before the exit callbacks)."""
+    if _DEFERRED.armed:
+        _DEFERRED.quick = code
 
 
 def defer_interrupts() -> None:

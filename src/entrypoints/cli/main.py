@@ -15,6 +15,7 @@ from codebase_mcp_search.entrypoints.cli import interrupts
 # Ctrl-C while these load (a second or two on a busy machine) ends the command as it would
 # at any other moment: one line, exit 130.
 with interrupts.loading():
+    import gc
     import importlib
     import json
     import logging
@@ -79,6 +80,28 @@ def _settings() -> Settings:
         secret = var.endswith(("_TOKEN", "_KEY"))  # never echo a credential, even a bad one
         shown = "***" if secret else first.get("input")
         raise ValidationFailed(var, shown, first["msg"]) from None
+
+
+# Commands that run for long and search or read the same things again: they keep what the
+# store's caches hold. The others run once and exit.
+_LASTING = frozenset({"serve", "worker"})
+# A command's start is mostly imports, which make objects (modules, classes, schemas) that
+# live as long as the process: the collector, at CPython's 700, ran about 140 times during a
+# search's start, each walking them again (0.05-0.1 s of CPU). A search starts with about
+# 100,000 such objects, a hybrid one 150,000; past this many, the young generation is
+# collected as usual (a long index makes garbage, most of it freed as it goes).
+ONE_SHOT_YOUNG_THRESHOLD = 200_000
+# Whether this process runs one command of its own (not ``_LASTING``, not a call from Python):
+# it sets the collector as above and ends without the interpreter's teardown (``interrupts``).
+_one_shot = False
+
+
+def _for_command(settings: Settings, command: str | None) -> Settings:
+    """``settings`` for ``command``: one that runs once keeps no store caches (nothing it
+    reads is asked for again; keeping it would cost a connection listening for changes)."""
+    if command in _LASTING or not settings.pg_caches:
+        return settings
+    return settings.model_copy(update={"pg_caches": False})
 
 
 def _start_database_early(settings: Settings, workers: int) -> None:
@@ -157,14 +180,15 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed on one line
         return e.code if isinstance(e.code, int) else EXIT_USAGE
+    global _one_shot
+    if args.command not in _LASTING and argv is None:  # a process of its own: see above
+        _one_shot = True
+        young, middle, old = gc.get_threshold()
+        gc.set_threshold(max(young, ONE_SHOT_YOUNG_THRESHOLD), middle, old)
     import asyncio
 
-    from rich.console import Console
+    from codebase_mcp_search.entrypoints.cli.common import Run
 
-    from codebase_mcp_search.entrypoints.cli.common import Output, Run
-
-    out = Output(soft_wrap=True)
-    err = Console(stderr=True, soft_wrap=True)
     # Our log lines (the embedder auto chose, retries, truncation) go to stderr while this
     # command runs; stdout stays data.
     handler = _StderrHandler()
@@ -187,7 +211,8 @@ def _main(argv: Sequence[str] | None) -> int:
             # stdout is the protocol on stdio: nothing else may be printed there.
             serve(settings, args.transport, args.host, args.port, args.workers)
             return EXIT_OK
-        return asyncio.run(_run(Run(args=args, settings=_settings(), out=out, err=err)))
+        settings = _for_command(_settings(), args.command)
+        return asyncio.run(_run(Run(args, settings)))
     except CoreError as e:
         sys.stderr.write(error_line(e, command_parser(parser, args)) + "\n")
         return exit_code(e)
@@ -208,13 +233,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ending:
         interrupts.prepare_exit()
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
         interrupts.say_interrupted()
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
     finally:
         if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
             interrupts.defer_interrupts()
+    if ending and _one_shot:
+        interrupts.exit_quickly(code)
+    return code
 
 
 if __name__ == "__main__":

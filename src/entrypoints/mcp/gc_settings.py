@@ -16,6 +16,8 @@ import gc
 import importlib
 import logging
 
+from codebase_mcp_search.entrypoints.container import preload
+
 log = logging.getLogger("codebase_mcp")
 
 YOUNG_THRESHOLD = 10_000
@@ -25,8 +27,10 @@ FIRST_CALL_IMPORTS = ("key_value.aio.adapters.pydantic", "key_value.aio.stores.m
 
 
 def settle_heap() -> None:
-    """Import what the first call would, collect, freeze the heap, raise the young
-    generation's threshold (never lowering a threshold set higher already)."""
+    """Import what the first call would (fastmcp's, and the adapters: ``container.preload``),
+    collect, freeze the heap, raise the young generation's threshold (never lowering a
+    threshold set higher already)."""
+    preload()
     for name in FIRST_CALL_IMPORTS:
         try:
             importlib.import_module(name)

@@ -18,6 +18,9 @@ The package's modules, each owning one concern:
 - ``caches``: ``PgCaches``, the budgets of what the store keeps in the process, each kept by
   a wrapper over one of the components above: ``chunk_cache``, ``postings_cache``,
   ``vector_copy``, ``match_cache``, ``memos`` (the repository list, the vector dimension).
+
+numpy is imported inside the functions that use it (vectors, writes, large BM25 rows): a
+process that only searches by exact terms (the CLI) never loads it (``blocks.plain``).
 """
 
 from codebase_mcp_search.adapters.postgres.chunk_store.caches import PgCaches

@@ -1,16 +1,25 @@
 """A ``lexical_search.BLOCKS`` row decoded: every posting of the query's terms, with its
 chunk and its BM25 contribution (``lexical.term_score``, element by element in float64).
-What a search sums per chunk, and what ``postings_cache`` keeps per term."""
+What a search sums per chunk, and what ``postings_cache`` keeps per term.
+
+``plain`` does the same in plain Python, for a small row in a process that has not loaded numpy
+(a search from the CLI): importing numpy (0.1-0.15 s of CPU) would be most of that search's
+time. Both give the same floats, operation by operation (``tests/unit/test_postgres_blocks.py``).
+"""
 
 from __future__ import annotations
 
+import struct
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
-import numpy as np
 
 from codebase_mcp_search.core import lexical
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # A one-dimensional array in PostgreSQL's binary format: a 20-byte header (dimensions, flags,
 # element type, length, lower bound), then each element as a 4-byte length and its value.
@@ -21,6 +30,10 @@ _ARRAY_HEADER = 20
 # million postings. Past it (seqs far apart: few postings in a large project) it sorts.
 DENSE_SPAN = 8
 DENSE_SLACK = 4096
+_HEADER = struct.Struct(">5i")  # dimensions, null flag, element type, length, lower bound
+# Up to this many postings a row is decoded in plain Python when numpy is not loaded yet
+# (``plain_row``): a few milliseconds, against numpy's import.
+PLAIN_POSTINGS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +51,8 @@ class Postings:
 
 def decoded(row: asyncpg.Record | None) -> Postings | None:
     """The postings of a ``BLOCKS`` row; None when no block matched."""
+    import numpy as np
+
     if row is None or row["terms"] is None:
         return None
     n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
@@ -64,6 +79,8 @@ def decoded(row: asyncpg.Record | None) -> Postings | None:
 def elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
     """The elements of one-dimensional arrays of ``sizes`` elements of ``kind`` (a big-endian
     numpy type), concatenated in PostgreSQL's binary format, as int64."""
+    import numpy as np
+
     item = np.dtype([("len", ">i4"), ("value", kind)])
     expected = int(len(sizes) * _ARRAY_HEADER + sizes.sum() * item.itemsize)
     if len(data) != expected:
@@ -98,6 +115,8 @@ def summed(
     """The distinct ``seqs`` ascending, and for each the sum of its ``weights`` added in the
     order they come (what ``np.unique`` then ``np.bincount`` give, to the last bit: both add
     a slot's weights one by one in array order, from 0.0)."""
+    import numpy as np
+
     if len(seqs) == 0:
         return seqs.astype(np.int64), np.zeros(0, dtype=np.float64)
     lo, hi = int(seqs.min()), int(seqs.max())
@@ -111,3 +130,70 @@ def summed(
     present[slot] = True
     at = np.flatnonzero(present)
     return at + lo, sums[at]
+
+
+def plain_row(row: asyncpg.Record | None) -> bool:
+    """Whether ``row`` is decoded with ``plain`` rather than numpy: a small one, in a process
+    that has not loaded numpy (one that has pays nothing more for it), or one without
+    postings."""
+    if "numpy" in sys.modules:
+        return False
+    return row is None or row["postings"] is None or int(row["postings"]) <= PLAIN_POSTINGS
+
+
+@dataclass(frozen=True, slots=True)
+class PlainPostings:
+    """``Postings`` in lists: each posting's chunk and BM25 contribution, in the row's order."""
+
+    chunks: list[int]
+    contrib: list[float]
+    idf_of: dict[int, float]
+    epoch: int
+
+
+def plain(row: asyncpg.Record | None) -> PlainPostings | None:
+    """``decoded`` in plain Python: the same contributions, computed in the same order of
+    operations on the same doubles."""
+    if row is None or row["terms"] is None:
+        return None
+    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
+    avg = total_len / n_docs if n_docs > 0 else 0.0
+    idf_of = {
+        int(t): lexical.idf(n_docs, int(df))
+        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
+    }
+    terms = [int(t) for t in row["terms"]]
+    sizes = [int(n) for n in row["sizes"]]
+    chunks = plain_elements(row["chunks"], sizes, "q")
+    tfs = plain_elements(row["tfs"], sizes, "i")
+    lens = plain_elements(row["doc_lens"], sizes, "i")
+    k1, b = lexical.K1, lexical.B
+    contrib: list[float] = []
+    at = 0
+    for term, size in zip(terms, sizes, strict=True):
+        idf = idf_of[term]
+        for i in range(at, at + size):
+            tf = float(tfs[i])
+            ratio = float(lens[i]) / avg if avg > 0 else 1.0
+            norm = k1 * (1.0 - b + b * ratio)
+            contrib.append(idf * (tf * (k1 + 1.0)) / (tf + norm))
+        at += size
+    return PlainPostings(chunks, contrib, idf_of, int(row["epoch"]))
+
+
+def plain_elements(data: bytes, sizes: list[int], kind: str) -> list[int]:
+    """``elements`` in plain Python (``kind``: ``q`` for 8-byte, ``i`` for 4-byte integers)."""
+    width = struct.calcsize(">" + kind)
+    expected = len(sizes) * _ARRAY_HEADER + sum(sizes) * (4 + width)
+    if len(data) != expected:
+        raise ValueError(f"postings arrays: {len(data)} bytes where {expected} were expected")
+    out: list[int] = []
+    at = 0
+    for size in sizes:
+        dims, _, _, length, _ = _HEADER.unpack_from(data, at)
+        if dims != 1 or length != size:
+            raise ValueError("postings arrays: a block's header does not match its size")
+        # Each element: its length (4 bytes, skipped), then its value.
+        out.extend(struct.unpack_from(">" + ("4x" + kind) * size, data, at + _ARRAY_HEADER))
+        at += _ARRAY_HEADER + size * (4 + width)
+    return out

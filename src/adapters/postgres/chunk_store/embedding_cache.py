@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import numpy as np
-
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.sql import Statement
 
@@ -54,6 +52,8 @@ async def cached(
 
 def records(model: str, vectors: Mapping[str, Sequence[float]]) -> list[tuple[Any, ...]]:
     """The COPY records of ``vectors`` (by content hash) for ``add``."""
+    import numpy as np
+
     return [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()]
 
 

@@ -2,7 +2,8 @@
 
 One statement reads every block of the query's terms that passes the filters, each array
 column concatenated into one binary value (the arrays' wire format), with the terms' document
-frequencies over the whole project; numpy then scores every posting and sums them per chunk.
+frequencies over the whole project; numpy then scores every posting and sums them per chunk
+(plain Python for a small row in a process without numpy: ``blocks.plain``).
 Summing in SQL hashed every matching chunk through an aggregate, most of a search's time on a
 large index when a question's common words hold tens of thousands of postings; here the count
 of matches comes with the scores. The top chunks come from ``Chunks`` (a second statement
@@ -15,21 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
-import numpy as np
 
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded, summed
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
+    decoded,
+    plain,
+    plain_row,
+    summed,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
 # score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.
@@ -97,10 +106,11 @@ THREAD_POSTINGS = 200_000
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """Every chunk passing the filters that holds a query term, with its raw BM25."""
+    """Every chunk passing the filters that holds a query term, with its raw BM25: numpy
+    arrays, or lists (``blocks.plain``), seqs ascending."""
 
-    seqs: np.ndarray[Any, Any]
-    raw: np.ndarray[Any, Any]
+    seqs: np.ndarray[Any, Any] | list[int]
+    raw: np.ndarray[Any, Any] | list[float]
     bound: float
     epoch: int  # the schema's (see chunk_cache)
 
@@ -151,19 +161,11 @@ class LexicalSearch:
         """The chunks of the top ``limit`` of ``scored`` by normalised score, then path and
         line (what is read, on ``db`` if the caller holds one, else on a session of its
         own)."""
-        raw, bound = scored.raw, scored.bound
-        n = len(raw)
-        k = min(int(limit), n)
+        k = min(int(limit), len(scored.raw))
         if k <= 0:
             return []
-        kth = float(np.partition(raw, n - k)[n - k])
-        # Every chunk that may round to the k-th's normalised score or above.
-        picked = np.flatnonzero(raw >= kth - TIE_TOLERANCE * bound)
-        seqs = scored.seqs[picked].tolist()
-        normal = {
-            s: lexical.normalised(float(r), bound)
-            for s, r in zip(seqs, raw[picked].tolist(), strict=True)
-        }
+        normal = candidates(scored, k)
+        seqs = list(normal)
         async with OnDemand(self._session, db) as on:
             if len(seqs) > k + TIE_ROOM:
                 # Many ties: their paths and lines first, then the chosen.
@@ -194,13 +196,54 @@ def blocks(schema: str, flt: SqlFilter) -> str:
     return BLOCKS_FILTERED.at(schema, filter=flt.sql)
 
 
-def score(row: asyncpg.Record | None) -> Scored | None:
+def candidates(scored: Scored, k: int) -> dict[int, float]:
+    """The chunks of ``scored`` that may be among its top ``k`` (1 to its size) by normalised
+    score: every one that may round to the k-th's score or above, ties included, by seq, with
+    its normalised score."""
+    raw, bound = scored.raw, scored.bound
+    if isinstance(raw, list):
+        kth = heapq.nlargest(k, raw)[-1]
+        least = kth - TIE_TOLERANCE * bound
+        chosen = [(s, r) for s, r in zip(scored.seqs, raw, strict=True) if r >= least]
+    else:
+        import numpy as np
+
+        n = len(raw)
+        kth = float(np.partition(raw, n - k)[n - k])
+        picked = np.flatnonzero(raw >= kth - TIE_TOLERANCE * bound)
+        seqs = np.asarray(scored.seqs)[picked]
+        chosen = list(zip(seqs.tolist(), raw[picked].tolist(), strict=True))
+    return {s: lexical.normalised(float(r), bound) for s, r in chosen}
+
+
+def score(row: asyncpg.Record | None, *, plain: bool | None = None) -> Scored | None:
     """The chunks of a ``BLOCKS`` row with their raw BM25 (as ``lexical.term_score`` sums
-    it), or None when no block matched."""
+    it), or None when no block matched. ``plain``: in plain Python rather than numpy (None:
+    as ``blocks.plain_row`` decides)."""
+    if plain if plain is not None else plain_row(row):
+        return _plain_score(row)
     found = decoded(row)
     if found is None:
         return None
     seqs, raw = summed(found.chunks, found.contrib)
     return Scored(
         seqs=seqs, raw=raw, bound=lexical.upper_bound(found.idf_of.values()), epoch=found.epoch
+    )
+
+
+def _plain_score(row: asyncpg.Record | None) -> Scored | None:
+    """``score`` in plain Python: each chunk's contributions summed in the row's order, as
+    ``np.bincount`` sums them."""
+    found = plain(row)
+    if found is None:
+        return None
+    sums: dict[int, float] = {}
+    for seq, c in zip(found.chunks, found.contrib, strict=True):
+        sums[seq] = sums.get(seq, 0.0) + c
+    seqs = sorted(sums)
+    return Scored(
+        seqs=seqs,
+        raw=[sums[s] for s in seqs],
+        bound=lexical.upper_bound(found.idf_of.values()),
+        epoch=found.epoch,
     )

@@ -25,10 +25,9 @@ import asyncio
 import collections
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import asyncpg
-import numpy as np
 
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
@@ -42,6 +41,9 @@ from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import (
 )
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
@@ -92,6 +94,8 @@ def terms_of(
     """The (epoch, generation, terms) of a ``BLOCKS`` row read without filters for the
     term ``keys``: each key's postings with their contributions, None for a key without
     postings; None when the row holds no project statistics."""
+    import numpy as np
+
     if row is None or row["n_docs"] is None:
         return None
     epoch, generation = int(row["epoch"]), int(row["generation"])
@@ -198,6 +202,8 @@ def combined(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float] | None:
     """The chunks holding any of ``terms``, with their summed BM25 (terms in key order), and
     the query's BM25 bound; None when no term has postings."""
+    import numpy as np
+
     present = [(key, t) for key, t in sorted(terms.items()) if t is not None]
     if not present:
         return None

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-import numpy as np
 
-from codebase_mcp_search.adapters.postgres import postings
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import (
     CONTEXT_LINES,
@@ -86,6 +84,10 @@ class Rows:
 def build_rows(repo_id: str, files: Sequence[IndexedFile], seqs: Sequence[int]) -> Rows:
     """The rows of ``files`` of repository ``repo_id``, their chunks numbered by ``seqs`` in
     order (one seq per chunk)."""
+    import numpy as np
+
+    from codebase_mcp_search.adapters.postgres import postings  # numpy's, for writes only
+
     file_rows: list[tuple[Any, ...]] = []
     chunk_rows: list[tuple[Any, ...]] = []
     context_rows: list[tuple[Any, ...]] = []

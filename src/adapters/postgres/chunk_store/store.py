@@ -11,9 +11,6 @@ from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import numpy as np
-
-from codebase_mcp_search.adapters.postgres import postings
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store import embedding_cache, vectors
@@ -229,6 +226,9 @@ class PgChunkStore:
         return {r["path"]: r["content_hash"] for r in rows}
 
     async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        # Writes only (numpy's): a process that only searches does not load them.
+        from codebase_mcp_search.adapters.postgres.postings import COLUMNS as POSTINGS_COLUMNS
+
         for f in files:
             if f.vectors is not None and len(f.vectors) != len(f.chunks):
                 raise ValueError(f"{f.file.path}: {len(f.vectors)} vectors for {len(f.chunks)}")
@@ -263,7 +263,7 @@ class PgChunkStore:
                     "postings",
                     source=io.BytesIO(rows.postings),
                     schema_name=db.schema,
-                    columns=list(postings.COLUMNS),
+                    columns=list(POSTINGS_COLUMNS),
                     format="binary",
                 )
                 n_vec = rows.n_vectors
@@ -350,6 +350,8 @@ class PgChunkStore:
     async def vector_search(
         self, vector: Sequence[float], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
+        import numpy as np
+
         query = np.asarray(vector, dtype=np.float32)
         return await self._vectors.search(query, filters, limit)
 

@@ -32,10 +32,9 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
-import numpy as np
 
 from codebase_mcp_search.adapters.postgres._errors import DRIVER_ERRORS
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
@@ -47,6 +46,9 @@ from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import Vect
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core.errors import CoreError
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ class Copy:
     def top(self, query: np.ndarray[Any, Any], limit: int) -> tuple[list[int], list[float]]:
         """The seqs of the ``limit`` rows most similar to ``query`` (ties by path and line),
         with their cosine similarities."""
+        import numpy as np
+
         norm = float(np.linalg.norm(query))
         # einsum, not BLAS: OpenBLAS's threads spin after each product, several times its
         # CPU, taken from the requests and the database beside it on a server's cores.
@@ -123,6 +127,8 @@ READ_COPY = Statement(
 def parse(row: asyncpg.Record) -> Copy | None:
     """The copy a ``READ_COPY`` row holds; None when the project has no vectors, or its
     counts do not agree (a vector of another dimension: the database's scan says why)."""
+    import numpy as np
+
     if row is None or row["vectors"] is None or row["dimension"] is None:
         return None
     dim = int(row["dimension"])
@@ -174,6 +180,8 @@ class VectorCopy:
     async def search(
         self, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[ScoredChunk], int]:
+        import numpy as np
+
         if filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
             copied = await self._from_copy(query, limit)
             if copied is not None:

@@ -10,10 +10,9 @@ import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import asyncpg
-import numpy as np
 
 from codebase_mcp_search.adapters.postgres.ann import AnnConfig
 from codebase_mcp_search.adapters.postgres.chunk_store.filter_matches import (
@@ -30,6 +29,9 @@ from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSes
 from codebase_mcp_search.adapters.postgres.sql import Sql, Statement, part, union_all
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Everything a search's plan depends on, in one round trip.
 PLAN_INPUTS = Statement(
@@ -157,6 +159,8 @@ class VectorSearch:
     ) -> tuple[list[ScoredChunk], int, Scanned | None]:
         """``search``, and what it saw if it was an unfiltered exact search of every vector
         (in one statement)."""
+        import numpy as np
+
         async with self._session() as db:
             if self.exact_seen and filters == NO_FILTERS and float(np.linalg.norm(query)) > 0:
                 found = await self._exact_unfiltered(db, query, limit)
@@ -169,6 +173,8 @@ class VectorSearch:
     async def _search(
         self, db: ProjectSession, query: np.ndarray[Any, Any], filters: SearchFilters, limit: int
     ) -> tuple[list[asyncpg.Record], int]:
+        import numpy as np
+
         conn = db.conn
         async with conn.transaction(readonly=True, isolation="repeatable_read"):
             flt = SqlFilter(await narrowed(db, filters), 2)

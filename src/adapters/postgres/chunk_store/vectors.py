@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import numpy as np
-
 from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import ModelGuard
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import SELECT_CHUNK, chunk_of
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
@@ -57,6 +55,8 @@ async def store(
 ) -> int:
     """Store each vector on its chunk if the chunk is still indexed and holds none, in the
     caller's transaction (the repository row locked); how many were stored."""
+    import numpy as np
+
     records = [(cid, np.asarray(v, dtype=np.float32)) for cid, v in vectors.items()]
     await models.check_dimension(db, len(records[0][1]))
     await db.conn.execute(STAGE)
