@@ -82,6 +82,9 @@ FUSION_RRF_K: Final = 60
 # 19: a flat semantic list is an unsure one; repository benchmark +0.02, CoSQA and own eval
 # unchanged).
 FUSION_SEMANTIC_MIN_SPREAD: Final = 0.10
+# The semantic candidates' least spread for the semantic list to be heard in hybrid search
+# (issue 36, round three: below it the lexical list ranks alone; bench/README.md).
+FUSION_SEMANTIC_ABSTAIN_SPREAD: Final = 0.06
 # Share of a fused score taken from the better list (issue 36's fit kept 0: overall flat).
 FUSION_BEST_SHARE: Final = 0.0
 # Candidates each list contributes: a multiple of the requested limit, within bounds (100 for

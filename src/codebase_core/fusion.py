@@ -16,6 +16,13 @@ Two methods, both weighted and both producing a score in [0, 1]:
   ``best_share`` above 0, that share of a chunk's score is the better of its two rescaled
   scores instead of their weighted mean (0 by default: measured, not kept; bench/README.md).
 
+A semantic list whose candidates all score within ``semantic_abstain_spread`` of each other,
+over at least ``min_candidates`` of them, abstains (``abstains``): the model separates nothing
+among them (a repository of hundreds of near-alike configuration files, a question in words the
+model does not know), and its order would only reshuffle the lexical list's. Hybrid search then
+ranks by the lexical list as it is, followed by the semantic list's other chunks
+(``lexical_led``), so it ranks as lexical search does.
+
 A chunk without a vector (its repository's semantic layer is still being built, or was never
 built) cannot be in the semantic list; that is no evidence against it. Listed in
 ``unvectored``, it is scored by the lexical list alone, as the lexical list scores it
@@ -58,6 +65,12 @@ class FusionConfig(BaseModel):
     # scores instead of their weighted mean, so a chunk one list ranks first is not sunk by
     # the other list's missing it.
     best_share: float = Field(default=defaults.FUSION_BEST_SHARE, ge=0.0, le=1.0)
+    # The least spread of the semantic candidates' scores (best minus worst, in the semantic
+    # score's units) at which the semantic list is heard at all; below it, over at least
+    # ``min_candidates`` candidates, it abstains (see the module doc). 0: always heard.
+    semantic_abstain_spread: float = Field(
+        default=defaults.FUSION_SEMANTIC_ABSTAIN_SPREAD, ge=0.0, le=1.0
+    )
     # How many candidates each list contributes: a multiple of the requested limit, within
     # bounds (the ceiling bounds the cost of a large limit).
     candidate_multiplier: int = Field(default=defaults.SEARCH_CANDIDATE_MULTIPLIER, ge=1)
@@ -139,6 +152,30 @@ def fuse(
         (-fused[cid], c.file_path, c.start_line, i, c) for i, (cid, c) in enumerate(chunks.items())
     )
     return [ScoredChunk(c, min(1.0, max(0.0, -neg))) for neg, _, _, _, c in ordered]
+
+
+def abstains(
+    semantic: Sequence[ScoredChunk], lexical: Sequence[ScoredChunk], config: FusionConfig
+) -> bool:
+    """Whether the semantic list abstains from a hybrid search (see the module doc). Never
+    when the lexical list is empty (the semantic list is then all there is) or when the
+    semantic one holds fewer than ``min_candidates`` chunks (a narrow scope: few candidates
+    close together say nothing of the model's certainty)."""
+    if config.semantic_abstain_spread <= 0 or not lexical:
+        return False
+    if len(semantic) < config.min_candidates:
+        return False
+    scores = [sc.score for sc in semantic]
+    return max(scores) - min(scores) < config.semantic_abstain_spread
+
+
+def lexical_led(
+    semantic: Sequence[ScoredChunk], lexical: Sequence[ScoredChunk]
+) -> list[ScoredChunk]:
+    """The lexical list as it is, then the semantic list's other chunks in its order, scored
+    0: what a hybrid search ranks when the semantic list abstains."""
+    seen = {sc.chunk.id for sc in lexical}
+    return [*lexical, *(ScoredChunk(sc.chunk, 0.0) for sc in semantic if sc.chunk.id not in seen)]
 
 
 def merged(

@@ -7,7 +7,9 @@ candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
 - lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``);
 - hybrid: the fused score (see ``core.fusion``), with fusion weights chosen by the
-  query's kind (a name, a question in words that names code, or one that names none).
+  query's kind (a name, a question in words that names code, or one that names none); the
+  lexical score alone when the semantic candidates score too alike to tell apart
+  (``core.fusion.abstains``).
 ``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
 off (``RankingConfig(enabled=False)``) it is the retrieval score.
 
@@ -42,7 +44,14 @@ from dataclasses import dataclass, field
 
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import ValidationFailed
-from codebase_mcp_search.core.fusion import FusionConfig, fuse, merged, rescaled
+from codebase_mcp_search.core.fusion import (
+    FusionConfig,
+    abstains,
+    fuse,
+    lexical_led,
+    merged,
+    rescaled,
+)
 from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
@@ -144,8 +153,12 @@ class SearchService:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare.
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
-            unvectored = await self._unvectored(scope, lexical_hits)
-            ranked = fuse(dense.hits, lexical_hits, fusion, unvectored)
+            if abstains(dense.hits, lexical_hits, fusion):
+                # The model separates nothing among its candidates: ranked as lexical is.
+                ranked = lexical_led(dense.hits, lexical_hits)
+            else:
+                unvectored = await self._unvectored(scope, lexical_hits)
+                ranked = fuse(dense.hits, lexical_hits, fusion, unvectored)
             total = max(dense.total, lex_total)
         else:
             total = dense.total + dense.extra_total
