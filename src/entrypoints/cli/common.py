@@ -32,6 +32,8 @@ class Run:
     settings: Settings
     out: Console
     err: Console
+    # This command creates the embedded database (a new data directory): a first index.
+    fresh_store: bool = False
 
 
 async def open_project(ws: Workspaces, requested: str | None, *, create: bool) -> Codebase:
