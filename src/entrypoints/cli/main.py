@@ -243,12 +243,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ending:
         interrupts.prepare_exit()
     try:
-        code = _main(argv)
-    except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
+        try:
+            code = _main(argv)
+        except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
+            interrupts.say_interrupted()
+            code = EXIT_INTERRUPTED
+        finally:
+            if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
+                interrupts.defer_interrupts()
+    except KeyboardInterrupt:
+        # It landed in the lines above after the command ended, before the deferral: uncaught,
+        # Python would end the process by SIGINT (exit -2) without its exit work.
         interrupts.say_interrupted()
         code = EXIT_INTERRUPTED
-    finally:
-        if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
+        if ending:
             interrupts.defer_interrupts()
     if ending and _one_shot:
         interrupts.exit_quickly(code)
