@@ -208,6 +208,8 @@ class Container(containers.DeclarativeContainer):
         rrf_k=config.fusion_rrf_k,
     )
 
+    # The process's one pool (``Workspaces.index_ahead`` ends workers it started ahead).
+    chunking_pool = providers.Singleton(_chunking_pool)
     indexing_service = providers.Factory(
         IndexingService,
         store=chunk_store,
@@ -218,7 +220,7 @@ class Container(containers.DeclarativeContainer):
         batch_files=config.index_batch_files,
         vector_batch=config.vector_batch_chunks,
         workers=config.index_workers,
-        chunking_pool=providers.Singleton(_chunking_pool),
+        chunking_pool=chunking_pool,
     )
     # The embedder's provider, not the embedder: a search resolves it only when it has vectors
     # to compare, so a lexical search never loads a model.

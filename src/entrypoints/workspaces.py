@@ -4,7 +4,9 @@ container: one database pool, one embedder and one job queue shared by all proje
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import CoreError, Hint, ValidationFailed
@@ -121,6 +123,27 @@ class Workspaces:
             await database.pool()
         except CoreError as e:
             log.warning("the database is not ready yet: %s", e)
+
+    @contextlib.asynccontextmanager
+    async def index_ahead(
+        self, project_id: str | None, root: str, start: bool = True
+    ) -> AsyncIterator[None]:
+        """With ``start`` (a first index into a new data directory: every file is to chunk),
+        the index of ``root`` begins while the database is created: the repository is
+        scanned, its first files chunked, and the chunking workers started if it has enough
+        files (``IndexingService.head_start``); the project's next index of ``root`` takes
+        them. What no run took is ended on exit."""
+        pool = self.container.chunking_pool()
+        service = None
+        try:
+            if start:
+                service = await self.services.indexing(self.project_id(project_id))
+                service.head_start(root)
+            yield
+        finally:
+            if service is not None:
+                await service.drop_head_starts()
+            await pool.close()
 
     async def embedder_status(self) -> str:
         """The embedder in use (``none``: lexical only); ``not loaded`` before the first index

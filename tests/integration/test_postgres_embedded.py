@@ -63,14 +63,15 @@ async def _shared_buffers_mb(uri: str) -> int:
 async def test_embedded_server_runs_with_its_buffer_pool_from_the_first_start(
     tmp_path: Path,
 ) -> None:
-    """A new cluster restarts once with the buffer pool set; a later start keeps it, and a
-    value set by hand is left alone."""
+    """A new cluster starts once, with the buffer pool set (no restart to take it); a later
+    start keeps it, and a value set by hand is left alone."""
     data = tmp_path / "pg"
     want = shared_buffers_mb()
     assert 128 <= want <= 1024
     try:
         uri = await asyncio.to_thread(embedded._start, data)
         assert await _shared_buffers_mb(uri) == want
+        assert (data / "log").read_text().count("ready to accept connections") == 1
         conn = await asyncpg.connect(uri)
         try:
             await conn.execute("ALTER SYSTEM SET shared_buffers = '200MB'")

@@ -202,6 +202,7 @@ class _CountingPool(ProcessChunkingPool):
     """Worker processes, counting the runs that start them (one worker is a thread)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.started = 0
 
     def start(

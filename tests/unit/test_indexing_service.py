@@ -28,6 +28,7 @@ from tests.unit.indexing_doubles import (
     ROOT,
     TOKENS,
     CountingEmbedder,
+    dump,
     index_both,
     new_service,
 )
@@ -379,3 +380,69 @@ async def test_an_inline_embedder_embeds_as_the_lexical_run_writes() -> None:
     assert hits[0].chunk.id == chunk.id and hits[0].score == pytest.approx(1.0)
     # Nothing is left for the semantic layer.
     assert (await service.build_vectors(IndexRequest(root=ROOT))).chunks_embedded == 0
+
+
+class CountingTree(InMemorySourceTree):
+    """A source tree that counts its scans."""
+
+    scans = 0
+
+    async def scan(self, root, cancelled=None):  # type: ignore[no-untyped-def]
+        self.scans += 1
+        return await super().scan(root, cancelled)
+
+
+async def test_an_index_takes_the_head_start_of_its_root() -> None:
+    """A first index begun while the store opens (``head_start``) is the index that follows:
+    one scan, and the same index as a run begun at the call."""
+    tree = CountingTree({ROOT: {k: v.encode() for k, v in FILES.items()}})
+    store = InMemoryChunkStore()
+    service = new_service(tree, store, HashingEmbedder(dimension=64))
+    service.head_start(ROOT)
+    result = await service.index(IndexRequest(root=ROOT))
+    assert result.status is IndexStatus.SUCCESS and tree.scans == 1
+    other = InMemoryChunkStore()
+    await new_service(InMemorySourceTree(tree._trees), other, HashingEmbedder(dimension=64)).index(
+        IndexRequest(root=ROOT)
+    )
+    repo = result.repository_id
+    assert dump(await store.chunks(repo)) == dump(await other.chunks(repo))
+    # Not taken: ended by drop_head_starts; an index with its own cancel token begins afresh.
+    service.head_start("/elsewhere")
+    service.head_start(ROOT)
+    await service.index(IndexRequest(root=ROOT), cancel=CancellationToken())
+    assert tree.scans == 4  # the first, both head starts, and the index begun afresh
+    await service.drop_head_starts()
+    assert service._heads == {}
+
+
+class PrestartRecorder(type(THREADS)):  # type: ignore[misc]
+    """The thread pool, recording the workers asked to start ahead."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def prestart(self, workers, chunker, tokens):  # type: ignore[no-untyped-def]
+        self.asked.append(workers)
+
+
+@pytest.mark.parametrize(("min_files", "asked"), [(0, [2]), (1000, [])])
+async def test_a_head_start_starts_the_workers_a_run_of_as_many_files_would(
+    min_files: int, asked: list[int]
+) -> None:
+    pool = PrestartRecorder()
+    tree = InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}})
+    service = IndexingService(
+        InMemoryChunkStore(),
+        tree,
+        CHUNKER,
+        TOKENS,
+        None,
+        batch_files=1,
+        workers=2,
+        pool_min_files=min_files,
+        chunking_pool=pool,
+    )
+    service.head_start(ROOT)
+    await service.index(IndexRequest(root=ROOT))
+    assert pool.asked == asked

@@ -59,3 +59,67 @@ async def test_a_killed_worker_s_batch_is_chunked_in_this_process() -> None:
         assert await run.chunk("r1", _texts()) == expected
     finally:
         await run.close()
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+async def test_workers_started_ahead_are_the_next_run_s() -> None:
+    """A first index starts its workers while the database opens: the run takes those
+    processes (no second start-up), chunking as chunk_files does."""
+    pool = ProcessChunkingPool()
+    pool.prestart(2, CHUNKER, TOKENS)
+    warm = pool._warm
+    assert warm is not None
+    early = {warm[3].submit(_pid).result() for _ in range(8)}
+    assert pool.start(1, CHUNKER, TOKENS) is not None  # a thread for early batches: kept
+    run = pool.start(2, CHUNKER, TOKENS)
+    try:
+        assert isinstance(run, ProcessChunkingRun)
+        assert run._pool is warm[3] and pool._warm is None
+        assert {run._pool.submit(_pid).result() for _ in range(8)} <= early
+        assert await run.chunk("r1", _texts()) == chunk_files(CHUNKER, TOKENS, "r1", _texts())
+    finally:
+        await run.close()
+        await pool.close()
+
+
+async def test_workers_started_ahead_and_not_taken_end_with_the_pool() -> None:
+    pool = ProcessChunkingPool()
+    pool.prestart(2, CHUNKER, TOKENS)
+    warm = pool._warm
+    assert warm is not None
+    processes = [warm[3].submit(_pid).result() for _ in range(2)]
+    assert processes
+    workers = list(warm[3]._processes.values())
+    await pool.close()
+    assert pool._warm is None
+    for process in workers:
+        process.join(10)
+        assert not process.is_alive()
+    # Another run's settings: not these processes.
+    pool.prestart(2, CHUNKER, TOKENS)
+    other = pool._warm
+    assert other is not None
+    run = pool.start(3, CHUNKER, TOKENS)
+    try:
+        assert isinstance(run, ProcessChunkingRun) and run._pool is not other[3]
+    finally:
+        await run.close()
+        await pool.close()
+
+
+def _sigint_blocked() -> bool:
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_chunking_workers_leave_ctrl_c_to_their_parent() -> None:
+    """Ctrl-C reaches a terminal's whole process group: a worker (still importing, or
+    chunking) must not take it (a KeyboardInterrupt traceback); the parent ends them."""
+    pool = _process_pool(2, CHUNKER, TOKENS)
+    try:
+        assert [pool.submit(_sigint_blocked).result() for _ in range(4)] == [True] * 4
+        assert not _sigint_blocked()  # this process's mask is given back
+    finally:
+        pool.shutdown()

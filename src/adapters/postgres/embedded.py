@@ -118,25 +118,20 @@ def _start(data_dir: Path, idle_s: float = 0.0) -> str:
         # A server found running was configured by the start that brought it up: only a
         # start of ours asks (a connection of its own, most of an attach's time).
         up = _running(data_dir)
-        server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        if fresh:
+            server = _create(pgserver, data_dir)
+        else:
+            server = pgserver.get_server(data_dir, cleanup_mode="stop")
         if server is known:
             # This process started it before: if it died since (killed, crashed), start it
             # again (a no-op while it runs).
             with pgserver.PostgresServer._lock:
                 server.ensure_postgres_running()
-        if not up and _configure(server.get_uri()) and fresh:
-            # A cluster made just now restarts with its settings, unless another process of
-            # ours uses it already (cleanup stops the server only for its last user); then it
-            # takes them at its next start. The new handle registers this process again.
-            server.cleanup_mode = "stop"
-            server.cleanup()
-            try:
-                server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                # It would not start with them (say, too little shared memory allowed):
-                # back to the default, for good.
-                _forget_settings(server.pgdata)
-                server = pgserver.PostgresServer(server.pgdata, cleanup_mode="stop")
+        if not fresh and not up:
+            # A cluster created before our buffer pool was set (by an older version) takes it
+            # at its next start. One created here has it (one created by another process
+            # meanwhile, from that process).
+            _configure(server.get_uri())
         # Lingering, this process leaves without stopping the server: the watcher does.
         watched = False
         if idle_s > 0:
@@ -151,6 +146,53 @@ def _running(data_dir: Path) -> bool:
     """Whether the postmaster of ``data_dir`` runs now."""
     pid = linger.postmaster_pid(data_dir.expanduser().resolve())
     return pid is not None and not linger.gone(pid)
+
+
+def _create(pgserver: Any, data_dir: Path) -> Any:
+    """Create the cluster of ``data_dir`` and start it, with its buffer pool from the first
+    start: initdb writes it into postgresql.conf, so the server needs no restart to take it.
+    If initdb or the server will not run with it (too little shared memory allowed), initdb's
+    default instead, for good. initdb does not wait for its files to reach the disk (seconds
+    of a first start on a busy disk): a thread of ours syncs them once the server runs, and
+    the process waits for it before it exits."""
+    pgdata = data_dir.expanduser().resolve()
+    want = shared_buffers_mb()
+    sized = ["--set", f"shared_buffers={want}MB"] if want != _DEFAULT_MB else []
+    module = pgserver.postgres_server
+    initdb = module.initdb
+    extra = ["--no-sync", *sized]
+    # pgserver runs initdb (as its own user when we are root) with fixed options: ours are
+    # added for these calls only, under our start lock.
+    module.initdb = lambda args, **kw: initdb([*args, *extra], **kw)
+    try:
+        try:
+            server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            if not sized:
+                raise
+            # initdb failed (and emptied the directory), or the server would not start.
+            if (pgdata / "PG_VERSION").exists():
+                _forget_settings(pgdata)
+            else:
+                extra = ["--no-sync"]
+            # pgserver keeps the failed handle: a new one replaces it.
+            server = pgserver.PostgresServer(pgdata, cleanup_mode="stop")
+            _forget_settings(pgdata)  # initdb's default, marked as set: not tried again
+    finally:
+        module.initdb = initdb
+    sync = threading.Thread(
+        target=_sync_cluster, args=(initdb, pgdata, server.system_user), name="initdb-sync"
+    )
+    sync.start()  # not a daemon: the interpreter waits for it at exit
+    return server
+
+
+def _sync_cluster(initdb: Any, pgdata: Path, user: str | None) -> None:
+    """``initdb --sync-only``: what initdb left unsynced is written to disk."""
+    try:
+        initdb(["--sync-only"], pgdata=pgdata, user=user)
+    except Exception:  # the files reach the disk anyway, only later
+        log.debug("syncing the new cluster's files failed", exc_info=True)
 
 
 def _forget_dead_users(data_dir: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing.context
 import os
+import signal
 import sys
 import threading
 import types
@@ -36,14 +37,42 @@ from codebase_mcp_search.core.ports import Chunker, TokenCounter
 
 
 class ProcessChunkingPool:
-    """Spawned worker processes (``concurrent.futures``) chunking the files of one run."""
+    """Spawned worker processes (``concurrent.futures``) chunking the files of one run.
+
+    ``prestart`` starts a run's processes ahead of it, when the caller knows early that one
+    will come (a first index: their start-up, a second of imports on a busy machine, then
+    overlaps the database's); the next ``start`` with the same workers, chunker and token
+    counter takes them, any other ``start`` or ``close`` ends them."""
+
+    def __init__(self) -> None:
+        self._warm: tuple[int, Chunker, TokenCounter, ProcessPoolExecutor] | None = None
+        self._lock = threading.Lock()
+
+    def prestart(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> None:
+        """Start the processes of a run to come (none for one worker, or if some wait)."""
+        with self._lock:
+            if workers > 1 and self._warm is None:
+                self._warm = (workers, chunker, tokens, _process_pool(workers, chunker, tokens))
 
     def start(
         self, workers: int, chunker: Chunker, tokens: TokenCounter
     ) -> ProcessChunkingRun | ThreadChunkingRun:
-        if workers <= 1:
+        if workers <= 1:  # a thread (the early batches of a run): the processes wait on
             return ThreadChunkingPool().start(1, chunker, tokens)
+        with self._lock:
+            warm, self._warm = self._warm, None
+        if warm is not None:
+            if warm[:3] == (workers, chunker, tokens):
+                return ProcessChunkingRun(warm[3], chunker, tokens)
+            warm[3].shutdown(wait=False, cancel_futures=True)
         return ProcessChunkingRun(_process_pool(workers, chunker, tokens), chunker, tokens)
+
+    async def close(self) -> None:
+        """End the processes started ahead and not taken."""
+        with self._lock:
+            warm, self._warm = self._warm, None
+        if warm is not None:
+            await asyncio.to_thread(warm[3].shutdown, wait=True, cancel_futures=True)
 
 
 class ProcessChunkingRun:
@@ -100,9 +129,15 @@ class _WorkerProcess(multiprocessing.context.SpawnProcess):
         with _LAUNCHING:
             main = sys.modules["__main__"]
             sys.modules["__main__"] = _BLANK_MAIN
+            # Launched with SIGINT blocked, which the process keeps (a mask is inherited and
+            # survives exec): Ctrl-C reaches the terminal's whole process group, and a worker
+            # still importing, or chunking, would print a KeyboardInterrupt traceback. The
+            # parent handles it and ends its workers.
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 return multiprocessing.context.SpawnProcess._Popen(process_obj)
             finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 sys.modules["__main__"] = main
 
 

@@ -17,6 +17,12 @@ class ThreadChunkingPool:
     def start(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> ThreadChunkingRun:
         return ThreadChunkingRun(chunker, tokens)
 
+    def prestart(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> None:
+        return None  # a thread costs nothing to start
+
+    async def close(self) -> None:
+        return None
+
 
 class ThreadChunkingRun:
     """``chunk_files`` off the event loop (``asyncio.to_thread``); nothing to shut down."""

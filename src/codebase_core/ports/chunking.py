@@ -55,6 +55,16 @@ class ChunkingPool(Protocol):
         """Workers for one run; the caller must ``close`` it."""
         ...
 
+    def prestart(self, workers: int, chunker: Chunker, tokens: TokenCounter) -> None:
+        """Start the workers of a run to come now (their start-up then overlaps the caller's
+        wait, for the store say); the next ``start`` with the same arguments takes them.
+        An adapter without start-up costs does nothing."""
+        ...
+
+    async def close(self) -> None:
+        """End workers started ahead that no run took."""
+        ...
+
 
 @runtime_checkable
 class ChunkingRun(Protocol):

@@ -99,7 +99,10 @@ async def index_command(run: Run) -> int:
         return await index_background(run)
     # Before the store opens: a typo fails at once.
     request = index_request(a.path, name=a.name, force=a.force, field="path")
-    async with open_workspaces(run.settings) as ws:
+    async with (
+        open_workspaces(run.settings) as ws,
+        ws.index_ahead(a.project, request.root, run.fresh_store),
+    ):
         cb = await open_project(ws, a.project, create=True)
         result = await _index(run, cb, request, vectors=not a.lexical_first)
         if a.lexical_first and result.vectors_missing and run.settings.store != "memory":

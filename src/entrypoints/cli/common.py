@@ -21,9 +21,13 @@ class Run:
     """One command's arguments, settings, stdout (data) and stderr (progress, messages); each
     console is made when first used (``consoles``)."""
 
-    def __init__(self, args: argparse.Namespace, settings: Settings) -> None:
+    def __init__(
+        self, args: argparse.Namespace, settings: Settings, *, fresh_store: bool = False
+    ) -> None:
         self.args = args
         self.settings = settings
+        # This command creates the embedded database (a new data directory): a first index.
+        self.fresh_store = fresh_store
 
     @cached_property
     def out(self) -> Console:

@@ -93,6 +93,11 @@ class _Deferred:
         """Last of the exit callbacks (registered first): the exit code becomes 130 after a
         Ctrl-C; a one-shot command's process ends here (``exit_quickly``)."""
         if not self.pressed and self.quick is None:
+            # The exit code is decided: a Ctrl-C from now on changes nothing. Ignored rather
+            # than held, since the interpreter's teardown after this callback gives SIGINT back
+            # its default action, which would kill the process (exit -2) mid-exit.
+            with suppress(ValueError):  # not the main thread (an embedding caller)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             return
         if self.pressed:
             say_interrupted()

@@ -104,14 +104,19 @@ def _for_command(settings: Settings, command: str | None) -> Settings:
     return settings.model_copy(update={"pg_caches": False})
 
 
-def _start_database_early(settings: Settings, workers: int) -> None:
-    """``serve``: the embedded database starts (a fresh one is created) in a thread while the
-    server's modules load, so that it is up by the client's first call. Not for a group of
-    server processes: their supervisor is no user of the database."""
+def _start_database_early(settings: Settings, workers: int) -> bool:
+    """``serve`` and ``index``: the embedded database starts (a fresh one is created) in a
+    thread while the command's modules load, so that it is up by the time it is needed. Not
+    for a group of server processes: their supervisor is no user of the database. Whether it
+    creates the database (a new data directory)."""
     if settings.store == "postgres" and settings.database_url is None and workers == 1:
         from codebase_mcp_search.adapters.postgres.embedded import prestart_embedded
 
-        prestart_embedded(settings.data_dir / "postgres", settings.pg_idle_seconds)
+        data = settings.data_dir / "postgres"
+        fresh = not (data / "PG_VERSION").exists()
+        prestart_embedded(data, settings.pg_idle_seconds)
+        return fresh
+    return False
 
 
 def _print_doctor(report: dict[str, Any], out: Console) -> None:
@@ -212,7 +217,12 @@ def _main(argv: Sequence[str] | None) -> int:
             serve(settings, args.transport, args.host, args.port, args.workers)
             return EXIT_OK
         settings = _for_command(_settings(), args.command)
-        return asyncio.run(_run(Run(args, settings)))
+        fresh = False
+        if args.command == "index" and not args.background:
+            # Created and started while the command's modules load: on a new data directory
+            # most of a first run's wait before its first batch otherwise.
+            fresh = _start_database_early(settings, 1)
+        return asyncio.run(_run(Run(args, settings, fresh_store=fresh)))
     except CoreError as e:
         sys.stderr.write(error_line(e, command_parser(parser, args)) + "\n")
         return exit_code(e)
@@ -233,12 +243,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ending:
         interrupts.prepare_exit()
     try:
-        code = _main(argv)
-    except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
+        try:
+            code = _main(argv)
+        except KeyboardInterrupt:  # between the steps _main guards (parsing, its own handlers)
+            interrupts.say_interrupted()
+            code = EXIT_INTERRUPTED
+        finally:
+            if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
+                interrupts.defer_interrupts()
+    except KeyboardInterrupt:
+        # It landed in the lines above after the command ended, before the deferral: uncaught,
+        # Python would end the process by SIGINT (exit -2) without its exit work.
         interrupts.say_interrupted()
         code = EXIT_INTERRUPTED
-    finally:
-        if ending:  # Ctrl-C no longer cuts the exit work short (see interrupts)
+        if ending:
             interrupts.defer_interrupts()
     if ending and _one_shot:
         interrupts.exit_quickly(code)

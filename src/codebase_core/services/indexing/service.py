@@ -46,7 +46,11 @@ from codebase_mcp_search.core.services.indexing.progress import (
     RunCounts,
     report,
 )
-from codebase_mcp_search.core.services.indexing.speculative import SpeculativeChunking
+from codebase_mcp_search.core.services.indexing.speculative import (
+    RunStart,
+    SpeculativeChunking,
+    close_start,
+)
 from codebase_mcp_search.core.services.indexing.vectors import VectorRun, build_vectors
 
 
@@ -109,6 +113,43 @@ class IndexingService:
         self._workers = workers
         self._pool_min_files = pool_min_files
         self._pool = chunking_pool
+        self._heads: dict[str, RunStart] = {}
+
+    def head_start(self, root: str) -> None:
+        """Begin the next ``index`` of ``root`` (an absolute path) now, for a caller that has
+        to wait for the store first (a first index, while the embedded database is created):
+        its scan, the chunking of its first files, and, every file being to chunk, the
+        worker processes as many files would start. That ``index`` call takes them (unless
+        given its own ``cancel``); ``drop_head_starts`` ends those not taken."""
+        if root not in self._heads:
+            self._heads[root] = head = self._begin(root, CancellationToken())
+            head.scan.add_done_callback(self._workers_ahead)
+
+    def _workers_ahead(self, scan: asyncio.Future[ScanResult]) -> None:
+        if not scan.cancelled() and scan.exception() is None:
+            n, size = len(scan.result().files), self._batch_files
+            if decisions.use_workers(
+                self._workers, n, min_files=self._pool_min_files, batch_files=size
+            ):
+                self._pool.prestart(self._workers, self._chunker, self._tokens)
+
+    async def drop_head_starts(self) -> None:
+        heads, self._heads = list(self._heads.values()), {}
+        for head in heads:
+            await close_start(head)
+
+    def _begin(self, root: str, token: CancellationToken) -> RunStart:
+        # Neither the scan nor the early chunking needs the database (see the module doc).
+        repo_id = repository_id_for(root)
+        began = utcnow()
+        scan = asyncio.ensure_future(self._scan(root, token))
+        threads = self._pool.start(1, self._chunker, self._tokens)
+        early = SpeculativeChunking(
+            lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
+            self._batch_files,
+            scan,
+        )
+        return RunStart(began, token, scan, threads, early)
 
     async def index(
         self,
@@ -133,24 +174,19 @@ class IndexingService:
         started = time.perf_counter()
         root = request.root
         repo_id = repository_id_for(root)
-        # The scan needs no database: it runs while the lock is taken, which may first start
-        # the embedded server. So does chunking of the first files scanned, in a thread.
-        began = utcnow()
-        token = cancel or CancellationToken()
-        scan = asyncio.ensure_future(self._scan(root, token))
-        threads = self._pool.start(1, self._chunker, self._tokens)
-        early = SpeculativeChunking(
-            lambda batch: read_and_chunk(self._source, root, repo_id, batch, threads),
-            self._batch_files,
-            scan,
-        )
+        head = self._heads.pop(root, None)
+        if head is not None and cancel is not None:
+            await close_start(head)  # its scan stops on its own token, not the caller's
+            head = None
+        begun = head or self._begin(root, cancel or CancellationToken())
+        token, scan, threads, early = begun.token, begun.scan, begun.threads, begun.early
         run = IndexRun(
             request=request,
             repo_id=repo_id,
             progress=progress,
             token=token,
             started=started,
-            began=began,
+            began=begun.began,
             scan=scan,
             early=early,
             counts=counts if counts is not None else RunCounts(),

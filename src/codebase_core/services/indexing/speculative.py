@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from codebase_mcp_search.core.models import ScanEntry, ScanResult
+from codebase_mcp_search.core.ports import ChunkingRun
 from codebase_mcp_search.core.services.indexing.pipeline import Prepared, Preparing, Unit
+from codebase_mcp_search.core.services.indexing.progress import CancellationToken
 
 # At most this many files are chunked before the run knows which files changed.
 EARLY_FILES = 4096
@@ -103,3 +107,24 @@ async def _only(preparing: Preparing, paths: set[str]) -> Prepared:
     """An early batch's preparation, reduced to the files that changed."""
     prepared, errors = await preparing
     return [p for p in prepared if p.file.path in paths], [e for e in errors if e.path in paths]
+
+
+@dataclass(slots=True)
+class RunStart:
+    """What an indexing run begins before it holds its lock (possibly before it is called:
+    ``IndexingService.head_start``): the scan, and the chunking of the first files scanned
+    in a thread."""
+
+    began: datetime
+    token: CancellationToken
+    scan: asyncio.Future[ScanResult]
+    threads: ChunkingRun
+    early: SpeculativeChunking
+
+
+async def close_start(start: RunStart) -> None:
+    """End a start no run took: its chunking and its scan (cancelled, waited for)."""
+    await start.early.close()
+    await start.threads.close()
+    start.scan.cancel()
+    await _settled([start.scan])
