@@ -3,10 +3,9 @@ reports, for a store whose trees are not on disk, and for tests of the watching 
 
 from __future__ import annotations
 
-import asyncio
-
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models.watching import FileChange, WatchMode
+from codebase_mcp_search.core.ports.watching import QueuedChanges
 
 
 class InMemoryWatchClaims:
@@ -29,37 +28,16 @@ class InMemoryWatchClaims:
         return set(self._held)
 
 
-class InMemoryStream:
+class InMemoryStream(QueuedChanges):
     """The changes ``InMemoryChangeSource.report`` gives for one root."""
 
     def __init__(self, root: str, mode: WatchMode) -> None:
-        self.root = root
+        super().__init__(root)
         self.mode = mode
         self.why: str | None = None
-        self._queue: asyncio.Queue[list[FileChange] | None] = asyncio.Queue()
-        self._ended = False
 
     def put(self, changes: list[FileChange] | None) -> None:
         self._queue.put_nowait(changes)
-
-    async def next(self) -> list[FileChange]:
-        if self._ended:
-            raise EOFError(self.root)
-        got = await self._queue.get()
-        if got is None:
-            self._ended = True
-            raise EOFError(self.root)
-        return got
-
-    def drain(self) -> list[FileChange]:
-        out: list[FileChange] = []
-        while not self._queue.empty():
-            got = self._queue.get_nowait()
-            if got is None:
-                self._ended = True
-                break
-            out.extend(got)
-        return out
 
     async def close(self) -> None:
         self._ended = True

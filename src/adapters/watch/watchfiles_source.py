@@ -19,6 +19,7 @@ from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models.watching import ChangeKind, FileChange, WatchMode
+from codebase_mcp_search.core.ports.watching import QueuedChanges
 
 KINDS = {1: ChangeKind.ADDED, 2: ChangeKind.MODIFIED, 3: ChangeKind.DELETED}
 # watchfiles groups the events of a burst: until none came for STEP_MS, at most DEBOUNCE_MS.
@@ -57,18 +58,16 @@ def _batch(got: set[tuple[int, str]], prefix: int) -> list[FileChange]:
     return batch
 
 
-class WatchfilesStream:
+class WatchfilesStream(QueuedChanges):
     """The changes below one root (see ``ChangeStream``), fed by a thread of its own."""
 
     def __init__(self, root: str, notify: RustNotify, mode: WatchMode, why: str | None) -> None:
-        self.root = root
+        super().__init__(root)
         self.mode = mode
         self.why = why
         self._notify = notify
         self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[list[FileChange] | None] = asyncio.Queue()
         self._stop = threading.Event()
-        self._ended = False
         self._thread = threading.Thread(target=self._wait, name=f"watch {root}", daemon=True)
         self._thread.start()
 
@@ -92,25 +91,6 @@ class WatchfilesStream:
     def _put(self, item: list[FileChange] | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody listens
             self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
-
-    async def next(self) -> list[FileChange]:
-        if self._ended:
-            raise EOFError(self.root)
-        got = await self._queue.get()
-        if got is None:
-            self._ended = True
-            raise EOFError(self.root)
-        return got
-
-    def drain(self) -> list[FileChange]:
-        out: list[FileChange] = []
-        while not self._queue.empty():
-            got = self._queue.get_nowait()
-            if got is None:
-                self._ended = True
-                break
-            out.extend(got)
-        return out
 
     async def close(self) -> None:
         self._stop.set()

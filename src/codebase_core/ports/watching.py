@@ -3,6 +3,7 @@ import) and ``WatchClaims`` (which process watches a repository)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol, runtime_checkable
 
 from codebase_mcp_search.core.models.watching import FileChange, WatchMode
@@ -27,6 +28,35 @@ class ChangeStream(Protocol):
     def drain(self) -> list[FileChange]: ...
 
     async def close(self) -> None: ...
+
+
+class QueuedChanges:
+    """What ``ChangeStream.next`` and ``drain`` are over a queue of batches that an adapter
+    feeds (``None``: the end), shared by the adapters (which do not import each other)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._queue: asyncio.Queue[list[FileChange] | None] = asyncio.Queue()
+        self._ended = False
+
+    async def next(self) -> list[FileChange]:
+        if self._ended:
+            raise EOFError(self.root)
+        got = await self._queue.get()
+        if got is None:
+            self._ended = True
+            raise EOFError(self.root)
+        return got
+
+    def drain(self) -> list[FileChange]:
+        out: list[FileChange] = []
+        while not self._queue.empty():
+            got = self._queue.get_nowait()
+            if got is None:
+                self._ended = True
+                break
+            out.extend(got)
+        return out
 
 
 @runtime_checkable

@@ -49,18 +49,24 @@ class Postings:
     epoch: int
 
 
-def decoded(row: asyncpg.Record | None) -> Postings | None:
-    """The postings of a ``BLOCKS`` row; None when no block matched."""
-    import numpy as np
-
-    if row is None or row["terms"] is None:
-        return None
+def _statistics(row: asyncpg.Record) -> tuple[float, dict[int, float]]:
+    """A row's average chunk length and each query term's idf."""
     n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
     avg = total_len / n_docs if n_docs > 0 else 0.0
     idf_of = {
         int(t): lexical.idf(n_docs, int(df))
         for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
     }
+    return avg, idf_of
+
+
+def decoded(row: asyncpg.Record | None) -> Postings | None:
+    """The postings of a ``BLOCKS`` row; None when no block matched."""
+    import numpy as np
+
+    if row is None or row["terms"] is None:
+        return None
+    avg, idf_of = _statistics(row)
     # Per block, not per Python object: a common term has a block in most files.
     terms = np.asarray(row["terms"], dtype=np.int64)
     sizes = np.asarray(row["sizes"], dtype=np.int64)
@@ -156,12 +162,7 @@ def plain(row: asyncpg.Record | None) -> PlainPostings | None:
     operations on the same doubles."""
     if row is None or row["terms"] is None:
         return None
-    n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
-    avg = total_len / n_docs if n_docs > 0 else 0.0
-    idf_of = {
-        int(t): lexical.idf(n_docs, int(df))
-        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
-    }
+    avg, idf_of = _statistics(row)
     terms = [int(t) for t in row["terms"]]
     sizes = [int(n) for n in row["sizes"]]
     chunks = plain_elements(row["chunks"], sizes, "q")
