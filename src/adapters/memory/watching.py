@@ -9,17 +9,28 @@ from codebase_mcp_search.core.ports.watching import QueuedChanges
 
 
 class InMemoryWatchClaims:
-    """Claims held in this object: every watcher of one memory store lives in one process."""
+    """Claims of the watchers of one memory store. A memory store lives in one process, so one
+    object serves them all; ``shared`` lets several claimants model several processes of one
+    store (a claim held by one is refused to the others until released), as the Postgres
+    adapter's locks do."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: dict[tuple[str, str], object] | None = None) -> None:
+        self._shared: dict[tuple[str, str], object] = {} if shared is None else shared
         self._held: set[tuple[str, str]] = set()
 
     async def claim(self, project_id: str, root: str) -> bool:
-        self._held.add((project_id, root))
+        key = (project_id, root)
+        holder = self._shared.setdefault(key, self)
+        if holder is not self:
+            return False
+        self._held.add(key)
         return True
 
     async def release(self, project_id: str, root: str) -> None:
-        self._held.discard((project_id, root))
+        key = (project_id, root)
+        if self._shared.get(key) is self:
+            del self._shared[key]
+        self._held.discard(key)
 
     async def check(self) -> bool:
         return True
