@@ -91,3 +91,27 @@ def test_branch_and_commit_from_loose_and_packed_refs_and_worktrees(tmp_path: Pa
     assert (wt / ".git").is_file()
     assert read_head(str(wt)) == type(head)("side", sha)
     git(wt, "status")  # git itself takes the worktree
+
+
+async def test_refused_native_events_fall_back_to_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the platform refuses events (inotify's watch limit: a system-wide sysctl, not
+    reachable from a test), the root is polled instead, and the stream says why."""
+    real = WatchfilesChangeSource._notify
+
+    def refusing(self: WatchfilesChangeSource, root: str, polling: bool) -> object:
+        if not polling:
+            raise OSError(28, "OS file watch limit reached")
+        return real(self, root, polling)
+
+    monkeypatch.setattr(WatchfilesChangeSource, "_notify", refusing)
+    stream = await WatchfilesChangeSource(poll_ms=200).open(str(tmp_path))
+    try:
+        assert stream.mode is WatchMode.POLLING
+        assert stream.why is not None and "watch limit" in stream.why
+        (tmp_path / "new.py").write_text("y = 2\n")
+        seen = await changes_until(stream, {"new.py"})
+        assert seen["new.py"] in (ChangeKind.ADDED, ChangeKind.MODIFIED)
+    finally:
+        await stream.close()
