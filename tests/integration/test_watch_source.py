@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from codebase_mcp_search.adapters.filesystem import read_head
+from codebase_mcp_search.adapters.filesystem import (
+    PathspecIgnoreRules,
+    read_head,
+    root_ignore_files,
+)
 from codebase_mcp_search.adapters.watch import WatchfilesChangeSource
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models.watching import ChangeKind, FileChange, WatchMode
+from codebase_mcp_search.core.policies import SkipPolicy
+from codebase_mcp_search.core.services.watching.coalescing import relevant
 from tests.integration.test_mcp_watch import git
 
 DEADLINE_S = 30.0
@@ -115,3 +121,16 @@ async def test_refused_native_events_fall_back_to_polling(
         assert seen["new.py"] in (ChangeKind.ADDED, ChangeKind.MODIFIED)
     finally:
         await stream.close()
+
+
+def test_the_root_ignore_files_are_read_as_the_scan_reads_them(tmp_path: Path) -> None:
+    """A regular ``.gitignore`` at the root rules out what it names; one that is a link is not
+    followed, by the scan nor by the watcher (else the watcher would drop changes to files
+    the scan indexes)."""
+    policy, rules = SkipPolicy.configured(), PathspecIgnoreRules()
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    assert not relevant("run.log", policy, root_ignore_files(str(tmp_path), rules))
+    (tmp_path / ".gitignore").unlink()
+    (tmp_path / "patterns").write_text("*.log\n")
+    (tmp_path / ".gitignore").symlink_to(tmp_path / "patterns")
+    assert relevant("run.log", policy, root_ignore_files(str(tmp_path), rules))

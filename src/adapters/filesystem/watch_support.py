@@ -22,9 +22,16 @@ NETWORK_TYPES = frozenset(
 )
 
 
-def _compiled(root: str, rel: str, rules: IgnoreRules) -> IgnoreMatcher | None:
+def _compiled(
+    root: str, rel: str, rules: IgnoreRules, *, follow: bool = True
+) -> IgnoreMatcher | None:
+    """``rel``'s patterns; without ``follow``, none from a link (as the scan reads a
+    directory's own ignore files: a link could lead anywhere)."""
+    path = os.path.join(root, *rel.split("/"))
+    if not follow and os.path.islink(path):
+        return None
     try:
-        with open(os.path.join(root, *rel.split("/")), "rb") as f:
+        with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return None
@@ -39,7 +46,8 @@ def root_ignore_files(root: str, rules: IgnoreRules) -> IgnoreFiles:
     if os.path.isdir(os.path.join(root, ".git")):
         exclude = _compiled(root, GIT_EXCLUDE, rules)
     return IgnoreFiles(exclude=exclude).entering(
-        _compiled(root, IGNORE_FILE, rules), _compiled(root, GITIGNORE_FILE, rules)
+        _compiled(root, IGNORE_FILE, rules, follow=False),
+        _compiled(root, GITIGNORE_FILE, rules, follow=False),
     )
 
 
