@@ -44,7 +44,14 @@ def test_the_parser_spells_the_core_enums_values() -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "kept"), [("search", False), ("index", False), ("serve", True), ("worker", True)]
+    ("command", "kept"),
+    [
+        ("search", False),
+        ("index", False),
+        ("serve", True),
+        ("worker", True),
+        ("watch", True),
+    ],
 )
 def test_only_lasting_commands_keep_the_store_caches(command: str, kept: bool) -> None:
     """A command that runs once reads nothing twice: the store's caches (and the connection

@@ -84,7 +84,7 @@ def _settings() -> Settings:
 
 # Commands that run for long and search or read the same things again: they keep what the
 # store's caches hold. The others run once and exit.
-_LASTING = frozenset({"serve", "worker"})
+_LASTING = frozenset({"serve", "worker", "watch"})
 # A command's start is mostly imports, which make objects (modules, classes, schemas) that
 # live as long as the process: the collector, at CPython's 700, ran about 140 times during a
 # search's start, each walking them again (0.05-0.1 s of CPU). A search starts with about
