@@ -63,10 +63,14 @@ async def test_a_repository_being_indexed_is_shown_as_such(
         (root / "pkg").mkdir(parents=True, exist_ok=True)
         (root / "pkg" / f"m{i}.py").write_text(f"def helper_{i}():\n    return {i}\n")
     seen: dict[str, tuple[int, str, str]] = {}
+    looked: list[bool] = []
 
     async def look(phase: ProgressPhase, done: int, total: int) -> None:
         # Between two batches of the first run, the command line looks (another thread).
-        if phase == "writing" and done and not seen:
+        # Progress can be reported again while it looks: only the first report looks, or two
+        # threads would read (and empty) one capture.
+        if phase == "writing" and done and not looked:
+            looked.append(True)
             seen["repos"] = await asyncio.to_thread(run, capsys, "repos")
             seen["search"] = await asyncio.to_thread(run, capsys, "search", "zebra quokka")
 
