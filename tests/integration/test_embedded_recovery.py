@@ -117,10 +117,10 @@ async def test_the_server_restarts_its_killed_database(tmp_path: Path) -> None:
                 if error is None:
                     break
                 errors.append(error)
-                assert time.monotonic() - killed < 15, errors[-3:]
+                assert time.monotonic() - killed < 45, errors[-3:]
                 await asyncio.sleep(0.2)
             assert (await http.get(f"{url}/health")).status_code == 200
-        assert time.monotonic() - killed < 15
+        assert time.monotonic() - killed < 45
         assert statuses <= {200, 503}
         for error in errors:
             assert error.startswith("DATABASE_ERROR"), error
