@@ -247,6 +247,9 @@ async def record_own(settings: Settings, out: Path) -> None:
                 "vectors": vectors,
                 "queries": spec["queries"],
                 "repo_ids": repo_ids,
+                # Every chunk, as the other benches keep them (bench/lexical_fields.py
+                # rebuilds the lexical lists from them).
+                "chunks": [c for rid in repo_ids.values() for c in await cb.chunks(rid)],
             }
     (out / "own.pkl").write_bytes(pickle.dumps(data))
 

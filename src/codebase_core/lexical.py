@@ -7,7 +7,8 @@ stemmer. A multi-part identifier also yields itself whole (``getUserName`` -> ``
 ``user``, ``name``, ``getusername``), so an exact identifier query ranks its definition first.
 
 BM25 uses k1 = 1.2, b = 0.75 and the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
-A chunk's document is its content, its file path and its symbol name. Scores are reported
+A chunk's document is its content, its file path and its symbol name, and its documentation
+comments once more, each field weighed as ``FIELDS`` says (``Fields``). Scores are reported
 normalised to [0, 1] by the query's upper bound ``sum(idf(t) * (k1 + 1))``: the score a
 document would reach holding every query term infinitely often at average length.
 """
@@ -19,6 +20,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 K1 = 1.2
 B = 0.75
@@ -114,13 +116,65 @@ def query_terms(text: str) -> list[str]:
     return content or terms
 
 
-def document_terms(content: str, file_path: str, symbol: str | None = None) -> Counter[str]:
-    """Term frequencies of a chunk's BM25 document: its content, its file path, and its
-    symbol name once more (a definition's name says most about what it does)."""
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """How many times each part of a chunk counts in its BM25 document. A field's weight
+    multiplies its terms' frequencies before BM25's saturation and length normalisation, as
+    BM25F does with one length normalisation for all fields. The content counts once; its
+    documentation comments (``doc_comments``) count ``doc`` times more."""
+
+    path: int = 1
+    symbol: int = 1
+    doc: int = 0
+
+
+# The fields of an index written by this version of the analyser: path and symbol twice, doc
+# comments once more (fitted on the repository benchmark, CoSQA and the own eval, cross-
+# validated by repository: bench/lexical_fields.py, bench/README.md "round four").
+FIELDS = Fields(path=2, symbol=2, doc=1)
+# The rules the postings of an index were derived by; a repository records the version its
+# terms were written with, and an index run derives every file's terms again when it differs
+# (``services.indexing.decisions.rechunk_all``). 1: content, path and symbol once each.
+# 2: ``FIELDS``.
+ANALYSER_VERSION = 2
+
+# Documentation comments, by the syntaxes that mark a comment as documentation: docstrings
+# (Python, Elixir's @doc), /** */ (Javadoc, KDoc, JSDoc, Scaladoc, Doxygen), /// and //!
+# (Rust, Swift, C#, Doxygen), --- (LuaDoc). Plain comments are left out: they hold as much
+# commented-out code, licence text and TODOs as prose.
+_DOC_COMMENT = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|/\*\*[\s\S]*?\*/|(?:///|//!|---)[^\n]*'
+)
+
+
+# Text that may open a documentation comment: most chunks hold none, and a substring test
+# costs far less than the expression's scan.
+_DOC_OPENERS = ('"""', "'''", "/**", "///", "//!", "---")
+
+
+def doc_comments(content: str) -> list[str]:
+    """The documentation comments of ``content`` (see ``_DOC_COMMENT``)."""
+    if not any(opener in content for opener in _DOC_OPENERS):
+        return []
+    return _DOC_COMMENT.findall(content)
+
+
+def document_terms(
+    content: str, file_path: str, symbol: str | None = None, fields: Fields = FIELDS
+) -> Counter[str]:
+    """Term frequencies of a chunk's BM25 document: its content, its file path and its
+    symbol name (a definition's name says most about what it does), and its documentation
+    comments once more, each as many times as ``fields`` says."""
     counts = Counter(analysed(content))
-    counts.update(analyse(file_path))
-    if symbol:
-        counts.update(analyse(symbol))
+    # A file's chunks share its path, and a symbol recurs: their terms are remembered.
+    if fields.path:
+        counts.update(analysed(file_path) * fields.path)
+    if symbol and fields.symbol:
+        counts.update(analysed(symbol) * fields.symbol)
+    if fields.doc:
+        comments = doc_comments(content)
+        if comments:
+            counts.update(analyse(" ".join(comments)) * fields.doc)
     return counts
 
 

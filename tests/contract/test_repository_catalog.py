@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import ModelMismatch, RepositoryNotFound
 from codebase_mcp_search.core.ports import (
     ChunkRetrieval,
@@ -41,6 +42,20 @@ async def test_repositories_round_trip_with_live_counts(chunk_store: ChunkStore)
     assert found is not None and found.id == "r2" and found.chunk_count == 1
     assert await chunk_store.find_repository("/nowhere") is None
     assert [r.name for r in await chunk_store.list_repositories()] == ["one", "two"]
+
+
+async def test_a_repository_keeps_the_analyser_version_of_its_terms(
+    chunk_store: ChunkStore,
+) -> None:
+    await chunk_store.save_repository(repo())
+    assert (await chunk_store.get_repository("r1")).analyser_version == lexical.ANALYSER_VERSION
+    older = repo("r2", "/repos/r2", "two").model_copy(update={"analyser_version": 1})
+    await chunk_store.save_repository(older)
+    await chunk_store.replace_files("r2", [file_batch("r2", "a.py", ["x = 1"])])
+    found = await chunk_store.find_repository("/repos/r2")
+    assert found is not None and found.analyser_version == 1
+    listed = {r.id: r.analyser_version for r in await chunk_store.list_repositories()}
+    assert listed == {"r1": lexical.ANALYSER_VERSION, "r2": 1}
 
 
 async def test_unknown_repository_raises(chunk_store: ChunkStore) -> None:

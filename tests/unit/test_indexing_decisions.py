@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import ModelMismatch
 from codebase_mcp_search.core.models import FileError, IndexStatus, Repository, ScanEntry
 from codebase_mcp_search.core.services.indexing import decisions
@@ -83,6 +84,18 @@ def test_another_model_needs_force_unless_nothing_is_indexed() -> None:
     assert decisions.rechunk_all(_repo("m1", 64), "m2", 64, force=True, root="/repos/demo")
     empty = _repo("m1", 64, chunks=0)
     assert not decisions.rechunk_all(empty, "m2", 64, force=False, root="/repos/demo")
+
+
+def test_an_index_written_by_another_analyser_is_rechunked_whole() -> None:
+    # Its postings were derived by other rules (bench/README.md, round four): every file's
+    # terms are derived again, the vectors taken from the cache.
+    older = _repo("m1", 64).model_copy(update={"analyser_version": lexical.ANALYSER_VERSION - 1})
+    assert decisions.rechunk_all(older, "m1", 64, force=False, root="/repos/demo")
+    assert not decisions.rechunk_all(_repo("m1", 64), "m1", 64, force=False, root="/repos/demo")
+    empty = older.model_copy(update={"chunk_count": 0})
+    assert not decisions.rechunk_all(empty, "m1", 64, force=False, root="/repos/demo")
+    with pytest.raises(ModelMismatch):  # the model's rule still holds
+        decisions.rechunk_all(older, "m2", 64, force=False, root="/repos/demo")
 
 
 def test_repository_name_asked_else_kept_else_from_the_root() -> None:

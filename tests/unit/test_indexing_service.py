@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from codebase_mcp_search.adapters.hashing import HashingEmbedder
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
+from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import (
     Cancelled,
     EmbedderUnavailable,
@@ -97,6 +98,30 @@ async def test_edit_reembeds_only_changed_chunks_and_force_embeds_nothing() -> N
     assert forced.files_indexed == 3 and vectors.chunks_embedded == 0 and emb.embedded == []
     # Every vector came from the cache with the lexical run: nothing is left missing.
     assert forced.embeddings_cached == forced.chunks_created and forced.vectors_missing == 0
+
+
+async def test_an_index_of_an_older_analyser_is_derived_again_once() -> None:
+    tree, store, emb = (
+        InMemorySourceTree({ROOT: {k: v.encode() for k, v in FILES.items()}}),
+        CountingStore(),
+        CountingEmbedder(),
+    )
+    service = new_service(tree, store, emb)
+    first, _ = await index_both(service, IndexRequest(root=ROOT))
+    assert (await store.get_repository(first.repository_id)).analyser_version == (
+        lexical.ANALYSER_VERSION
+    )
+    # As an index written before the analyser's last change would be recorded.
+    old = await store.get_repository(first.repository_id)
+    await store.save_repository(old.model_copy(update={"analyser_version": 1}))
+    emb.embedded.clear()
+    again, _ = await index_both(service, IndexRequest(root=ROOT))
+    assert (again.files_indexed, again.files_unchanged) == (3, 0)
+    assert emb.embedded == [] and again.vectors_missing == 0  # vectors from the cache
+    repo = await store.get_repository(first.repository_id)
+    assert repo.analyser_version == lexical.ANALYSER_VERSION
+    third, _ = await index_both(service, IndexRequest(root=ROOT))
+    assert (third.files_indexed, third.files_unchanged) == (0, 3)
 
 
 async def test_deleted_files_lose_their_chunks() -> None:

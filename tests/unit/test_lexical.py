@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from hypothesis import example, given
@@ -37,14 +38,89 @@ def test_language_names_are_dropped_from_queries_unless_alone() -> None:
     assert lexical.query_terms("Python") == ["python"]
 
 
-def test_symbol_counts_once_more() -> None:
+def test_symbol_counts_beside_the_content_as_its_field_weighs() -> None:
     terms = lexical.document_terms("def load(path): ...", "a.py", "load")
-    assert terms["load"] == 2
+    assert terms["load"] == 1 + lexical.FIELDS.symbol
+    assert lexical.document_terms("def load(): ...", "a.py", "load", _FLAT)["load"] == 2
 
 
-def test_document_terms_include_the_path() -> None:
+def test_document_terms_include_the_path_as_its_field_weighs() -> None:
     terms = lexical.document_terms("x = 1", "src/authLogin.py")
-    assert terms["auth"] == 1 and terms["login"] == 1 and terms["src"] == 1
+    w = lexical.FIELDS.path
+    assert (terms["auth"], terms["login"], terms["src"]) == (w, w, w)
+
+
+# Version 1 of the analyser: content, path and symbol once each, no doc comment field.
+_FLAT = lexical.Fields(path=1, symbol=1, doc=0)
+
+
+def test_today_s_fields_weigh_paths_symbols_and_doc_comments() -> None:
+    # Fitted by bench/lexical_fields.py (bench/README.md, round four).
+    assert lexical.Fields(path=2, symbol=2, doc=1) == lexical.FIELDS
+    assert lexical.ANALYSER_VERSION == 2
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        'def retry(n):\n    """Retry the request with backoff."""\n    return n',
+        "/** Retry the request with backoff. */\nint retry(int n) { return n; }",
+        "/// Retry the request with backoff.\nfn retry(n: u32) -> u32 { n }",
+        "--- Retry the request with backoff.\nlocal function retry(n) return n end",
+    ],
+)
+def test_doc_comments_count_once_more(content: str) -> None:
+    terms = lexical.document_terms(content, "a.x", None, lexical.Fields(path=1, symbol=1, doc=1))
+    assert (terms["backoff"], terms["request"]) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "# Retry the request with backoff.\ndef retry(n): return n",
+        "// Retry the request with backoff.\nfunc retry(n int) int { return n }",
+        "/* Retry the request with backoff. */\nint retry(int n) { return n; }",
+    ],
+)
+def test_plain_comments_count_as_content_only(content: str) -> None:
+    terms = lexical.document_terms(content, "a.x", None, lexical.Fields(path=1, symbol=1, doc=3))
+    assert terms["backoff"] == 1
+
+
+_weights = st.integers(min_value=0, max_value=3)
+_code = st.text(alphabet=st.sampled_from(list("ab_Z/*-'\" \n#def")), max_size=80)
+
+
+@given(
+    content=_code,
+    path=st.sampled_from(["a.py", "src/authLogin.ts", "lib/x_y.rs"]),
+    symbol=st.one_of(st.none(), st.sampled_from(["load", "Foo.barBaz"])),
+    low=st.tuples(_weights, _weights, _weights),
+    more=st.tuples(_weights, _weights, _weights),
+)
+def test_raising_a_field_weight_never_lowers_a_term(
+    content: str,
+    path: str,
+    symbol: str | None,
+    low: tuple[int, int, int],
+    more: tuple[int, int, int],
+) -> None:
+    high = tuple(a + b for a, b in zip(low, more, strict=True))
+    lo = lexical.document_terms(content, path, symbol, lexical.Fields(*low))
+    hi = lexical.document_terms(content, path, symbol, lexical.Fields(*high))
+    content_terms = Counter(lexical.analyse(content))
+    assert all(hi[t] >= tf for t, tf in lo.items())
+    # The content always counts once; each field adds only its own terms; doc comments are
+    # part of the content, so they add no term the content lacks.
+    assert all(lo[t] >= tf for t, tf in content_terms.items())
+    fields = set(lexical.analyse(path)) | set(lexical.analyse(symbol or ""))
+    assert set(hi) <= set(content_terms) | fields
+    # Version 1's document is the flat weighting.
+    if low == (1, 1, 0):
+        flat = Counter(content_terms)
+        flat.update(lexical.analyse(path))
+        flat.update(lexical.analyse(symbol or ""))
+        assert lo == +flat
 
 
 @given(st.text())

@@ -354,6 +354,15 @@ UPDATE {s}.repositories r SET vector_count = (
 CREATE INDEX chunks_unvectored ON {s}.chunks (seq) INCLUDE (repo_id) WHERE embedding IS NULL;
 """),
     ),
+    (
+        13,
+        # The version of the lexical analyser each repository's postings were derived by
+        # (core.lexical.ANALYSER_VERSION). Rows written before this step hold version 1's: the
+        # next index run of such a repository derives every file's terms again.
+        Statement("""
+ALTER TABLE {s}.repositories ADD COLUMN analyser_version int NOT NULL DEFAULT 1;
+"""),
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

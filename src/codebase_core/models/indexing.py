@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.defaults import MAX_PATH_CHARS, MAX_REPOSITORY_NAME
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.models.base import FrozenModel, no_nul
@@ -33,6 +34,9 @@ class Repository(FrozenModel):
     vector_count: int = 0
     """Chunks holding a vector of ``embedding_model``: all of them once the semantic layer
     is built."""
+    analyser_version: int = Field(default=lexical.ANALYSER_VERSION, ge=1)
+    """The version of the lexical analyser its chunks' terms were derived by
+    (``core.lexical.ANALYSER_VERSION``); an older one is derived again by the next index run."""
 
     @property
     def vectors_missing(self) -> int:

@@ -49,6 +49,7 @@ class RepositoryReader:
                 chunk_count=r["chunk_count"],
                 indexed_at=r["indexed_at"],
                 vector_count=r["vector_count"],
+                analyser_version=r["analyser_version"],
             )
             for r in rows
         ]

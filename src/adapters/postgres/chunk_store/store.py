@@ -58,10 +58,10 @@ from codebase_mcp_search.core.ports import IndexedFile
 SAVE_REPOSITORY = Statement(
     """
     INSERT INTO {s}.repositories
-        (id, name, path, embedding_model, embedding_dimension, indexed_at)
-    VALUES ($1, $2, $3, $4, $5, $6)
+        (id, name, path, embedding_model, embedding_dimension, indexed_at, analyser_version)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
     ON CONFLICT (id) DO UPDATE SET name = $2, path = $3, embedding_model = $4,
-        embedding_dimension = $5, indexed_at = $6
+        embedding_dimension = $5, indexed_at = $6, analyser_version = $7
     """
 )
 REPOSITORY_EXISTS = Statement("SELECT 1 FROM {s}.repositories WHERE id = $1")
@@ -190,6 +190,7 @@ class PgChunkStore:
                 repository.embedding_model,
                 repository.embedding_dimension,
                 repository.indexed_at,
+                repository.analyser_version,
             )
 
     async def get_repository(self, repository_id: str) -> Repository:

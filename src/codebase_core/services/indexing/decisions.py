@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from codebase_mcp_search.core.lexical import ANALYSER_VERSION
 from codebase_mcp_search.core.models import FileError, IndexStatus, Repository, ScanEntry
 from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
 
@@ -45,12 +46,15 @@ def rechunk_all(
 
     ``force`` asks so. A lexical-only repository gaining an embedder has no vectors to mix
     up: it is re-chunked as if forced (say, after installing the local extra). Otherwise a
-    repository holding chunks keeps its model: another one raises ``ModelMismatch``.
+    repository holding chunks keeps its model: another one raises ``ModelMismatch``. Chunks
+    whose terms another version of the analyser derived (``Repository.analyser_version``)
+    are re-chunked, their vectors taken from the embedding cache.
     """
     if existing is None:
         return force
     if existing.embedding_model is None and model is not None:
         return True
+    stale_terms = existing.chunk_count > 0 and existing.analyser_version != ANALYSER_VERSION
     if existing.chunk_count and not force:
         held = HeldVectors(
             model=existing.embedding_model,
@@ -60,7 +64,7 @@ def rechunk_all(
             path=root,
         )
         check_one_model(held, model, dimension)
-    return force
+    return force or stale_terms
 
 
 def repository_name(name: str | None, existing: Repository | None, root: str) -> str:
