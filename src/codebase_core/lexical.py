@@ -141,22 +141,45 @@ ANALYSER_VERSION = 2
 # Documentation comments, by the syntaxes that mark a comment as documentation: docstrings
 # (Python, Elixir's @doc), /** */ (Javadoc, KDoc, JSDoc, Scaladoc, Doxygen), /// and //!
 # (Rust, Swift, C#, Doxygen), --- (LuaDoc). Plain comments are left out: they hold as much
-# commented-out code, licence text and TODOs as prose.
-_DOC_COMMENT = re.compile(
+# commented-out code, licence text and TODOs as prose. What ``doc_comments`` finds is what
+# ``DOC_COMMENT.findall`` finds (a property test holds them equal): the scan below jumps from
+# opener to closer with ``str.find``, where the expression tries its alternatives at every
+# character (a third of a chunk's analysis when indexing).
+DOC_COMMENT = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|/\*\*[\s\S]*?\*/|(?:///|//!|---)[^\n]*'
 )
-
-
+_DOC_OPENER = re.compile(r'"""|\'\'\'|/\*\*|///|//!|---')
+# Where each opener's comment ends: its closer (kept), or the end of the line (not kept).
+_DOC_CLOSER = {'"""': '"""', "'''": "'''", "/**": "*/"}
 # Text that may open a documentation comment: most chunks hold none, and a substring test
-# costs far less than the expression's scan.
+# costs far less than a scan.
 _DOC_OPENERS = ('"""', "'''", "/**", "///", "//!", "---")
 
 
 def doc_comments(content: str) -> list[str]:
-    """The documentation comments of ``content`` (see ``_DOC_COMMENT``)."""
+    """The documentation comments of ``content`` (see ``DOC_COMMENT``)."""
     if not any(opener in content for opener in _DOC_OPENERS):
         return []
-    return _DOC_COMMENT.findall(content)
+    found: list[str] = []
+    search = _DOC_OPENER.search
+    find = content.find
+    at = 0
+    while (opener := search(content, at)) is not None:
+        start = opener.start()
+        closer = _DOC_CLOSER.get(opener.group())
+        if closer is None:  # a line comment: to the end of its line
+            end = find("\n", start)
+            end = len(content) if end < 0 else end
+            found.append(content[start:end])
+            at = end
+            continue
+        end = find(closer, start + 3)
+        if end < 0:  # never closed: no comment opens here (the expression moves on by one)
+            at = start + 1
+            continue
+        at = end + len(closer)
+        found.append(content[start:at])
+    return found
 
 
 def document_terms(

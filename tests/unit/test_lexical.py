@@ -123,6 +123,11 @@ def test_raising_a_field_weight_never_lowers_a_term(
         assert lo == +flat
 
 
+@given(st.text(alphabet=st.sampled_from(list("\"'/*-!\nab ")), max_size=120))
+def test_doc_comments_are_what_the_expression_finds(content: str) -> None:
+    assert lexical.doc_comments(content) == lexical.DOC_COMMENT.findall(content)
+
+
 @given(st.text())
 def test_analyse_never_fails_and_yields_lowercase_terms(text: str) -> None:
     for term in lexical.analyse(text):
