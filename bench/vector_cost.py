@@ -19,6 +19,8 @@ model's own tokens (its tokenizer, [CLS] and [SEP] included, nothing cut).
     python -m bench.vector_cost interleave --set dev2 --variants 256,128 [--slice 100]
         # the same in one process, the variants taking turns on slices of 100 texts: each
         # sees the same drift of the machine (a cross-check of ``speed``)
+    python -m bench.vector_cost agree --set w10k --variants 256:fuse=0,256 [--out FILE]
+        # each variant's vectors of the set against the first's (cosines, identical rows)
     python -m bench.vector_cost cost [--out FILE]
         # seconds per text against its token count (one text per run, as the int8 graph runs)
 
@@ -26,7 +28,11 @@ A speed variant is a budget and options: ``128`` (budget 128, one run at a time 
 thread, the embedder before ``parallel_runs``), ``128:threads=1``, ``128:spin=0`` (onnxruntime's worker threads sleep instead of
 spinning), ``128:parallel=2`` (two texts at once on two threads sharing the session, one
 intra-op thread each: ``OnnxEmbedder(parallel_runs=2)``, the product's default on two cores), ``128:batch=8`` (texts of like length eight to a run: padding, and an
-int8 graph's vectors then depend on their batch).
+int8 graph's vectors then depend on their batch), ``256:fuse=0`` (the int8 graph derived
+without fusing its attention, as before issue 33's speed work, in a cache of its own),
+``256:skipnorm=0`` (onnxruntime not fusing Add + LayerNormalization into its
+SkipLayerNormalization: faster, but other rounding, which the int8 graph turns into other
+vectors). Each run reports CPU seconds per 1,000 chunks beside chunks/s.
 """
 
 from __future__ import annotations
@@ -300,37 +306,58 @@ def _parse_variant(spec: str) -> dict[str, Any]:
     return out
 
 
-def _child(spec: str, set_name: str, sets_dir: Path) -> dict[str, Any]:
-    """One run: load the embedder as the variant says, embed the set once."""
-    from codebase_mcp_search.adapters.onnx import OnnxEmbedder
+def _embedder(v: dict[str, Any]) -> Any:
+    """The variant's embedder, open; its onnxruntime options set on the sessions it makes."""
+    import onnxruntime as ort
 
-    v = _parse_variant(spec)
-    texts: list[str] = json.loads((sets_dir / f"{set_name}.json").read_text())
+    from codebase_mcp_search.adapters.onnx import OnnxEmbedder, model_files
+
     embedder = OnnxEmbedder(
         max_tokens=None if v["budget"] >= 256 else v["budget"],
         threads=v.get("threads"),
         parallel_runs=v.get("parallel", 1),
+        # Derived graphs in the bench's cache, not the user's; the unfused one apart.
+        cache_dir=SETS.parent / ("models-unfused" if v.get("fuse") == 0 else "models"),
     )
-    spin = v.get("spin")
-    if spin is not None:
-        # onnxruntime's option, set on the session the embedder makes.
-        import onnxruntime as ort
+    real_session, real_fuse = ort.InferenceSession, model_files._fuse_attention
+    spin, skip_norm = v.get("spin"), v.get("skipnorm")
 
-        real = ort.InferenceSession
-
-        def session(path: str, options: Any, **kw: Any) -> Any:
+    def session(path: str, options: Any, **kw: Any) -> Any:
+        if spin is not None:
             options.add_session_config_entry("session.intra_op.allow_spinning", str(spin))
-            return real(path, options, **kw)
+        if skip_norm == 0:
+            kw["disabled_optimizers"] = ["SkipLayerNormFusion"]
+        return real_session(path, options, **kw)
 
-        ort.InferenceSession = session  # type: ignore[misc]
-    t0 = time.perf_counter()
-    asyncio.run(embedder.open())
-    load_s = time.perf_counter() - t0
+    ort.InferenceSession = session  # type: ignore[misc]
+    if v.get("fuse") == 0:
+        # The int8 graph as derived before issue 33's attention fusion.
+        model_files._fuse_attention = lambda plain, fused, source: plain  # type: ignore[assignment]
+    try:
+        asyncio.run(embedder.open())
+    finally:
+        ort.InferenceSession = real_session  # type: ignore[misc]
+        model_files._fuse_attention = real_fuse  # type: ignore[assignment]
     if "batch" in v:
         embedder._rows_per_run = v["batch"]
+    return embedder
+
+
+def _child(spec: str, set_name: str, sets_dir: Path, save: Path | None = None) -> dict[str, Any]:
+    """One run: load the embedder as the variant says, embed the set once (and save the
+    vectors to ``save``, a .npy file)."""
+    texts: list[str] = json.loads((sets_dir / f"{set_name}.json").read_text())
     t0 = time.perf_counter()
-    truncated = asyncio.run(embedder.embed_documents(texts)).truncated
-    seconds = time.perf_counter() - t0
+    embedder = _embedder(_parse_variant(spec))
+    load_s = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), time.process_time()
+    embedded = asyncio.run(embedder.embed_documents(texts))
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    truncated = embedded.truncated
+    if save is not None:
+        import numpy as np
+
+        np.save(save, np.asarray(embedded.vectors, dtype=np.float32))
     return {
         "variant": spec,
         "set": set_name,
@@ -338,6 +365,7 @@ def _child(spec: str, set_name: str, sets_dir: Path) -> dict[str, Any]:
         "truncated": truncated,
         "seconds": round(seconds, 2),
         "chunks_per_s": round(len(texts) / seconds, 1),
+        "cpu_s_per_1000": round(1000 * cpu / len(texts), 2),
         "load_seconds": round(load_s, 2),
     }
 
@@ -363,6 +391,8 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         v: {
             "chunks_per_s_median": round(statistics.median(r["chunks_per_s"] for r in rs), 1),
             "chunks_per_s": [r["chunks_per_s"] for r in rs],
+            "cpu_s_per_1000_median": statistics.median(r["cpu_s_per_1000"] for r in rs),
+            "cpu_s_per_1000": [r["cpu_s_per_1000"] for r in rs],
             f"ratio_to_{variants[0]}_per_round": ratios[v],
             f"ratio_to_{variants[0]}_median": round(statistics.median(ratios[v]), 3),
             "truncated": rs[0]["truncated"],
@@ -372,31 +402,50 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
     return {"set": args.set, "texts": runs[variants[0]][0]["texts"], "summary": summary}
 
 
+def agree(args: argparse.Namespace) -> dict[str, Any]:
+    """Each variant's vectors of the whole set against the first variant's: the cosine of
+    every pair (least, mean), how many fall below 0.9999, how many are the same bit for bit."""
+    import numpy as np
+
+    variants = args.variants.split(",")
+    vectors = []
+    with tempfile.TemporaryDirectory(prefix="vector-agree-") as tmp:
+        for i, v in enumerate(variants):
+            save = Path(tmp) / f"{i}.npy"
+            cmd = [sys.executable, "-m", "bench.vector_cost", "child", v, args.set]
+            cmd += ["--sets-dir", str(args.sets_dir), "--save", str(save)]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            vectors.append(np.load(save))
+    first = vectors[0]
+    out: dict[str, Any] = {"set": args.set, "texts": len(first), "against": variants[0]}
+    for v, these in zip(variants[1:], vectors[1:], strict=True):
+        cosines = (these * first).sum(axis=1)
+        out[v] = {
+            "cosine_min": round(float(cosines.min()), 6),
+            "cosine_mean": round(float(cosines.mean()), 7),
+            "below_0.9999": int((cosines < 0.9999).sum()),
+            "identical": int((these == first).all(axis=1).sum()),
+        }
+    return out
+
+
 def interleave(args: argparse.Namespace) -> dict[str, Any]:
     """Every variant in one process, taking turns on slices of the set (the turn order
     rotating), so each sees the same drift of a shared machine: the time of each variant
     is the sum over its slices. A cross-check of ``speed``'s process-per-run figures."""
-    from codebase_mcp_search.adapters.onnx import OnnxEmbedder
-
     variants = args.variants.split(",")
     texts: list[str] = json.loads((args.sets_dir / f"{args.set}.json").read_text())
-    embedders = {}
-    for spec in variants:
-        v = _parse_variant(spec)
-        embedders[spec] = OnnxEmbedder(
-            max_tokens=None if v["budget"] >= 256 else v["budget"],
-            threads=v.get("threads"),
-            parallel_runs=v.get("parallel", 1),
-        )
-        asyncio.run(embedders[spec].open())
+    embedders = {spec: _embedder(_parse_variant(spec)) for spec in variants}
     seconds = dict.fromkeys(variants, 0.0)
+    cpu = dict.fromkeys(variants, 0.0)
     slices = [texts[i : i + args.slice] for i in range(0, len(texts), args.slice)]
     for n, part in enumerate(slices):
         turn = variants[n % len(variants) :] + variants[: n % len(variants)]
         for spec in turn:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             asyncio.run(embedders[spec].embed_documents(part))
             seconds[spec] += time.perf_counter() - t0
+            cpu[spec] += time.process_time() - c0
     first = variants[0]
     return {
         "set": args.set,
@@ -407,6 +456,9 @@ def interleave(args: argparse.Namespace) -> dict[str, Any]:
                 "seconds": round(seconds[spec], 2),
                 "chunks_per_s": round(len(texts) / seconds[spec], 1),
                 f"ratio_to_{first}": round(seconds[first] / seconds[spec], 3),
+                # CPU of the whole process while the variant ran (its runs' threads).
+                "cpu_s_per_1000": round(1000 * cpu[spec] / len(texts), 2),
+                f"cpu_ratio_to_{first}": round(cpu[first] / cpu[spec], 3),
             }
             for spec in variants
         },
@@ -467,10 +519,16 @@ def main() -> None:
     c.add_argument("--repeat", type=int, default=15)
     c.add_argument("--sets-dir", type=Path, default=SETS)
     c.add_argument("--out", default=None)
+    ag = sub.add_parser("agree")
+    ag.add_argument("--set", default="w10k")
+    ag.add_argument("--variants", default="256:fuse=0,256")
+    ag.add_argument("--sets-dir", type=Path, default=SETS)
+    ag.add_argument("--out", default=None)
     ch = sub.add_parser("child")
     ch.add_argument("variant")
     ch.add_argument("set")
     ch.add_argument("--sets-dir", type=Path, default=SETS)
+    ch.add_argument("--save", type=Path, default=None)
     args = p.parse_args()
     if args.command == "texts":
         emit(write_sets(args.out_dir), None)
@@ -482,8 +540,10 @@ def main() -> None:
         emit(interleave(args), args.out)
     elif args.command == "cost":
         emit(cost(args), args.out)
+    elif args.command == "agree":
+        emit(agree(args), args.out)
     else:
-        print(json.dumps(_child(args.variant, args.set, args.sets_dir)))
+        print(json.dumps(_child(args.variant, args.set, args.sets_dir, args.save)))
 
 
 if __name__ == "__main__":

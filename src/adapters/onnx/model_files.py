@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codebase_mcp_search.adapters.onnx import quantise
+from codebase_mcp_search.adapters.onnx import attention, graph_proto, quantise
 from codebase_mcp_search.adapters.onnx.wordpiece import WordPieceTokenizer
 from codebase_mcp_search.core.errors import EmbedderUnavailable
 
@@ -64,7 +64,7 @@ _QUANTISED_OPS = frozenset(
     }
 )
 # Part of the cached file's name: a change of how the int8 graph is made gets a new file.
-_INT8_RECIPE = "int8-dyn-pc-matmul-v1"
+_INT8_RECIPE = "int8-dyn-pc-matmul-mha-v2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,14 +216,15 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def is_quantised(graph: Path) -> bool:
     """Whether the graph computes in int8 already (its weights alone do not count)."""
-    return any(op in _QUANTISED_OPS for op in quantise.operators(graph))
+    return any(op in _QUANTISED_OPS for op in graph_proto.operators(graph))
 
 
 def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
     """The per-channel dynamically quantised int8 graph of ``files.graph``, made once.
 
-    Kept in ``cache_dir`` under the source graph's sha256, written to a temporary file and
-    renamed, so that processes deriving it at once never read half a file. A graph that is
+    Each attention is one fused node when that changes no output (``attention``). Kept in
+    ``cache_dir`` under the source graph's sha256 and the recipe, written to a temporary file
+    and renamed, so that processes deriving it at once never read half a file. A graph that is
     quantised already is returned as it is.
     """
     sha = files.sha256 or sha256_of(files.graph)
@@ -234,20 +235,35 @@ def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
         return files.graph
     log.info("deriving the int8 graph of %s into %s (once)", files.source, target)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=".folded-", suffix=".onnx")
-    os.close(fd)
-    folded = Path(tmp_name)
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=".int8-", suffix=".onnx")
-    os.close(fd)
-    partial = Path(tmp_name)
+    folded, plain, fused = (_temporary(cache_dir, step) for step in ("folded", "int8", "mha"))
     try:
         _fold_constants(files.graph, folded)
-        _quantise(folded, partial)
-        os.replace(partial, target)
+        _quantise(folded, plain)
+        os.replace(_fuse_attention(plain, fused, files.source), target)
     finally:
-        for leftover in (folded, partial):
+        for leftover in (folded, plain, fused):
             leftover.unlink(missing_ok=True)
     return target
+
+
+def _temporary(folder: Path, step: str) -> Path:
+    fd, name = tempfile.mkstemp(dir=folder, prefix=f".{step}-", suffix=".onnx")
+    os.close(fd)
+    return Path(name)
+
+
+def _fuse_attention(plain: Path, fused: Path, source: str) -> Path:
+    """``fused`` when every attention of ``plain`` fuses and the outputs stay the same, bit for
+    bit; else ``plain`` (a graph exported otherwise runs as it is)."""
+    layers = attention.fuse_attention(plain, fused)
+    if layers and attention.same_outputs(plain, fused):
+        return fused
+    log.info(
+        "%s: attention left unfused (%s)",
+        source,
+        "the fused graph's outputs differ" if layers else "a pattern not recognised",
+    )
+    return plain
 
 
 def _fold_constants(source: Path, target: Path) -> None:
