@@ -28,11 +28,12 @@ A speed variant is a budget and options: ``128`` (budget 128, one run at a time 
 thread, the embedder before ``parallel_runs``), ``128:threads=1``, ``128:spin=0`` (onnxruntime's worker threads sleep instead of
 spinning), ``128:parallel=2`` (two texts at once on two threads sharing the session, one
 intra-op thread each: ``OnnxEmbedder(parallel_runs=2)``, the product's default on two cores), ``128:batch=8`` (texts of like length eight to a run: padding, and an
-int8 graph's vectors then depend on their batch), ``256:fuse=0`` (the int8 graph derived
-without fusing its attention, as before issue 33's speed work, in a cache of its own),
-``256:skipnorm=0`` (onnxruntime not fusing Add + LayerNormalization into its
-SkipLayerNormalization: faster, but other rounding, which the int8 graph turns into other
-vectors). Each run reports CPU seconds per 1,000 chunks beside chunks/s.
+int8 graph's vectors then depend on their batch; wrong for a graph whose attention reads no
+mask), ``256:fuse=0`` (the int8 graph derived without fusing its attention, as before issue
+33's speed work, in a cache of its own), ``256:approx=0`` (fused attention, the same vectors
+as unfused: recipe mha-v2, before ``adapters/onnx/approximate.py``), ``256:skipnorm=0|1``
+(onnxruntime's SkipLayerNormFusion off or on, whatever the recipe). Each run reports CPU
+seconds per 1,000 chunks beside chunks/s.
 """
 
 from __future__ import annotations
@@ -316,31 +317,46 @@ def _embedder(v: dict[str, Any]) -> Any:
         max_tokens=None if v["budget"] >= 256 else v["budget"],
         threads=v.get("threads"),
         parallel_runs=v.get("parallel", 1),
-        # Derived graphs in the bench's cache, not the user's; the unfused one apart.
-        cache_dir=SETS.parent / ("models-unfused" if v.get("fuse") == 0 else "models"),
+        # Derived graphs in the bench's cache, not the user's; the older recipes apart.
+        cache_dir=SETS.parent / _models(v),
     )
     real_session, real_fuse = ort.InferenceSession, model_files._fuse_attention
+    real_approximate = model_files._approximate
     spin, skip_norm = v.get("spin"), v.get("skipnorm")
+    exact = v.get("fuse") == 0 or v.get("approx") == 0
 
     def session(path: str, options: Any, **kw: Any) -> Any:
         if spin is not None:
             options.add_session_config_entry("session.intra_op.allow_spinning", str(spin))
-        if skip_norm == 0:
-            kw["disabled_optimizers"] = ["SkipLayerNormFusion"]
+        if exact:
+            kw.pop("disabled_optimizers", None)  # as before the approximations
+        if skip_norm is not None:
+            kw["disabled_optimizers"] = [] if skip_norm else ["SkipLayerNormFusion"]
         return real_session(path, options, **kw)
 
     ort.InferenceSession = session  # type: ignore[misc]
     if v.get("fuse") == 0:
         # The int8 graph as derived before issue 33's attention fusion.
         model_files._fuse_attention = lambda plain, fused, source: plain  # type: ignore[assignment]
+    if exact:
+        # The fused graph with the same vectors as the plain one (recipe mha-v2).
+        model_files._approximate = lambda plain, fused, approx, source: fused  # type: ignore[assignment]
     try:
         asyncio.run(embedder.open())
     finally:
         ort.InferenceSession = real_session  # type: ignore[misc]
         model_files._fuse_attention = real_fuse  # type: ignore[assignment]
+        model_files._approximate = real_approximate  # type: ignore[assignment]
     if "batch" in v:
         embedder._rows_per_run = v["batch"]
     return embedder
+
+
+def _models(v: dict[str, Any]) -> str:
+    """The variant's folder of derived graphs: one per recipe (the file name is the same)."""
+    if v.get("fuse") == 0:
+        return "models-unfused"
+    return "models-exact" if v.get("approx") == 0 else "models"
 
 
 def _child(spec: str, set_name: str, sets_dir: Path, save: Path | None = None) -> dict[str, Any]:

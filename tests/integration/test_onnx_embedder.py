@@ -103,6 +103,8 @@ async def test_the_default_is_the_int8_graph_named_apart_from_the_packaged_one(
     assert packaged.model == "onnx/all-MiniLM-L6-v2"
     (derived,) = _listing(model_cache)  # and no temporary file left behind
     assert derived.startswith(model_files_module.WEIGHTS_SHA256[:32])
+    # The recipe of issue 33's second step (approximate.py): a file apart from mha-v2's.
+    assert derived.endswith("-int8-dyn-pc-matmul-mha-gelu-v3.onnx")
     again = OnnxEmbedder(cache_dir=model_cache)
     await again.open()  # takes the cached graph
     assert _listing(model_cache) == [derived]

@@ -254,7 +254,7 @@ def fuse_attention(source: Path, target: Path) -> int:
                 scale=a.scale,
             )
         )
-    graph_proto.set_nodes(graph, _live(nodes, {o.name for o in graph.output}))
+    graph_proto.set_nodes(graph, live(nodes, {o.name for o in graph.output}))
     graph_proto.drop_unused_initialisers(graph)
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.add(domain=MS_DOMAIN, version=1)
@@ -262,7 +262,7 @@ def fuse_attention(source: Path, target: Path) -> int:
     return len(found)
 
 
-def _live(nodes: list[Any], outputs: set[str]) -> list[Any]:
+def live(nodes: list[Any], outputs: set[str]) -> list[Any]:
     """The nodes the graph's outputs need (the mask's own subgraph is not, once fused)."""
     needed = set(outputs)
     kept = []
@@ -283,13 +283,13 @@ def same_outputs(plain: Path, fused: Path) -> bool:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3
-    vocabulary = _vocabulary(plain)
+    rows = vocabulary(plain)
     rng = np.random.default_rng(33)
     probes = []
     for length in (5, 48, 200):
-        ids = rng.integers(0, vocabulary, size=(1, length))
+        ids = rng.integers(0, rows, size=(1, length))
         probes.append((ids, np.ones_like(ids)))
-    ids = rng.integers(0, vocabulary, size=(2, 40))
+    ids = rng.integers(0, rows, size=(2, 40))
     mask = np.ones_like(ids)
     mask[1, 13:] = 0
     probes.append((ids * mask, mask))
@@ -312,7 +312,7 @@ def same_outputs(plain: Path, fused: Path) -> bool:
     return True
 
 
-def _vocabulary(graph: Path) -> int:
+def vocabulary(graph: Path) -> int:
     """Rows of the embedding table ``input_ids`` index (100 when not found)."""
     g = graph_proto.read_model(graph).graph
     tables = {t.name: t for t in g.initializer}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codebase_mcp_search.adapters.onnx import attention, graph_proto, quantise
+from codebase_mcp_search.adapters.onnx import approximate, attention, graph_proto, quantise
 from codebase_mcp_search.adapters.onnx.wordpiece import WordPieceTokenizer
 from codebase_mcp_search.core.errors import EmbedderUnavailable
 
@@ -64,7 +64,10 @@ _QUANTISED_OPS = frozenset(
     }
 )
 # Part of the cached file's name: a change of how the int8 graph is made gets a new file.
-_INT8_RECIPE = "int8-dyn-pc-matmul-mha-v2"
+# v3: the attention without its mask, Gelu, run without SkipLayerNormFusion (``approximate``).
+_INT8_RECIPE = "int8-dyn-pc-matmul-mha-gelu-v3"
+# How a derived graph is run (an onnxruntime ``InferenceSession`` keyword).
+DERIVED_SESSION = {"disabled_optimizers": list(approximate.DISABLED_OPTIMIZERS)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +225,9 @@ def is_quantised(graph: Path) -> bool:
 def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
     """The per-channel dynamically quantised int8 graph of ``files.graph``, made once.
 
-    Each attention is one fused node when that changes no output (``attention``). Kept in
+    Each attention is one fused node when that changes no output (``attention``), then the
+    rewrites of ``approximate`` when the vectors stay within its bound: the graph is for one
+    unpadded text per run, run with ``DERIVED_SESSION``. Kept in
     ``cache_dir`` under the source graph's sha256 and the recipe, written to a temporary file
     and renamed, so that processes deriving it at once never read half a file. A graph that is
     quantised already is returned as it is.
@@ -235,13 +240,17 @@ def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
         return files.graph
     log.info("deriving the int8 graph of %s into %s (once)", files.source, target)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    folded, plain, fused = (_temporary(cache_dir, step) for step in ("folded", "int8", "mha"))
+    steps = ("folded", "int8", "mha", "approx")
+    folded, plain, fused, approx = (_temporary(cache_dir, step) for step in steps)
     try:
         _fold_constants(files.graph, folded)
         _quantise(folded, plain)
-        os.replace(_fuse_attention(plain, fused, files.source), target)
+        best = _fuse_attention(plain, fused, files.source)
+        if best == fused:
+            best = _approximate(plain, fused, approx, files.source)
+        os.replace(best, target)
     finally:
-        for leftover in (folded, plain, fused):
+        for leftover in (folded, plain, fused, approx):
             leftover.unlink(missing_ok=True)
     return target
 
@@ -264,6 +273,15 @@ def _fuse_attention(plain: Path, fused: Path, source: str) -> Path:
         "the fused graph's outputs differ" if layers else "a pattern not recognised",
     )
     return plain
+
+
+def _approximate(plain: Path, fused: Path, approx: Path, source: str) -> Path:
+    """``approx`` when ``approximate``'s rewrites apply to ``fused`` and keep its vectors close
+    to ``plain``'s; else ``fused``."""
+    if approximate.approximate(fused, approx) and approximate.close_outputs(plain, approx):
+        return approx
+    log.info("%s: the int8 graph's rewrites left out (vectors not close enough)", source)
+    return fused
 
 
 def _fold_constants(source: Path, target: Path) -> None:
