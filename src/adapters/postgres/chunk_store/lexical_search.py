@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +33,15 @@ from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.sums import TIE_TOLERANCE, combined, ranked
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
+    HeldLengths,
+    Lengths,
+    Term,
+    has_packed,
+    terms_of,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import terms_row
 from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
@@ -40,9 +49,6 @@ from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 if TYPE_CHECKING:
     import numpy as np
 
-# Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
-# score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.
-TIE_TOLERANCE = 2e-9
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
@@ -107,12 +113,20 @@ THREAD_POSTINGS = 200_000
 @dataclass(frozen=True, slots=True)
 class Scored:
     """Every chunk passing the filters that holds a query term, with its raw BM25: numpy
-    arrays, or lists (``blocks.plain``), seqs ascending."""
+    arrays, or lists (``blocks.plain``), seqs ascending; or, when ``total`` is given (the
+    number of chunks holding a term), only those that may reach the top of the search's
+    limit (``terms.ranked``)."""
 
     seqs: np.ndarray[Any, Any] | list[int]
     raw: np.ndarray[Any, Any] | list[float]
     bound: float
     epoch: int  # the schema's (see chunk_cache)
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """The number of chunks holding a query term."""
+        return len(self.seqs) if self.total is None else self.total
 
 
 Session = Callable[[], AbstractAsyncContextManager[ProjectSession]]
@@ -120,11 +134,15 @@ T = TypeVar("T")
 
 
 class LexicalSearch:
-    """BM25 search of one project's chunks, its statement run for every search."""
+    """BM25 search of one project's chunks, its statement run for every search (the lengths
+    of a packed build held in ``lengths``, or read with every search)."""
 
-    def __init__(self, session: Session, chunks: Chunks) -> None:
+    def __init__(
+        self, session: Session, chunks: Chunks, lengths: HeldLengths | None = None
+    ) -> None:
         self._session = session
         self._chunks = chunks
+        self.lengths = lengths or HeldLengths(keep=False)
 
     async def search(
         self, keys: Sequence[int], filters: SearchFilters, limit: int
@@ -144,16 +162,34 @@ class LexicalSearch:
             )
             async with snapshot:
                 flt = SqlFilter(await narrowed(db, filters), 2)
-                row = await db.conn.fetchrow(blocks(db.schema, flt), list(keys), *flt.params)
-                scored = await decoding(score, row)
+                lengths = None
+                if flt.empty:
+                    row, lengths = await self._terms(db, keys)
+                else:
+                    row = await db.conn.fetchrow(blocks(db.schema, flt), list(keys), *flt.params)
+                scored = await decoding(score, row, lengths, limit)
                 if scored is None:
                     return [], 0
-                return await self.top(scored, limit, db), len(scored.seqs)
+                return await self.top(scored, limit, db), scored.count
 
-    async def read(self, keys: Sequence[int]) -> asyncpg.Record | None:
-        """The ``BLOCKS`` row of the term ``keys`` without filters."""
+    async def read(self, keys: Sequence[int]) -> tuple[Mapping[str, Any] | None, Lengths | None]:
+        """The ``TERMS`` row of the term ``keys`` (no filters), with the lengths of its
+        build."""
         async with self._session() as db:
-            return await db.conn.fetchrow(db.sql(BLOCKS), list(keys))
+            return await terms_row(db, keys, HeldLengths(keep=False))
+
+    async def read_terms(
+        self, keys: Sequence[int]
+    ) -> tuple[int, int, dict[int, Term | None]] | None:
+        """``terms.terms_of`` the ``TERMS`` row of the term ``keys``."""
+        async with self._session() as db:
+            row, lengths = await self._terms(db, keys)
+        return await decoding(terms_of, row, keys, lengths)
+
+    async def _terms(
+        self, db: ProjectSession, keys: Sequence[int]
+    ) -> tuple[Mapping[str, Any] | None, Lengths | None]:
+        return await terms_row(db, keys, self.lengths)
 
     async def top(
         self, scored: Scored, limit: int, db: ProjectSession | None = None
@@ -184,9 +220,14 @@ class LexicalSearch:
 async def decoding(work: Callable[..., T], row: asyncpg.Record | None, *args: Any) -> T:
     """``work(row, *args)``: in a worker thread when the row holds more than
     ``THREAD_POSTINGS`` postings, else here."""
-    if row is not None and row["postings"] is not None and row["postings"] > THREAD_POSTINGS:
+    if row is not None and _postings(row) > THREAD_POSTINGS:
         return await asyncio.to_thread(work, row, *args)
     return work(row, *args)
+
+
+def _postings(row: asyncpg.Record) -> int:
+    """The postings of a row, in its blocks and its packed terms."""
+    return int(row["postings"] or 0) + int(row.get("p_postings") or 0)
 
 
 def blocks(schema: str, flt: SqlFilter) -> str:
@@ -216,10 +257,19 @@ def candidates(scored: Scored, k: int) -> dict[int, float]:
     return {s: lexical.normalised(float(r), bound) for s, r in chosen}
 
 
-def score(row: asyncpg.Record | None, *, plain: bool | None = None) -> Scored | None:
+def score(
+    row: asyncpg.Record | None,
+    lengths: Lengths | None = None,
+    limit: int | None = None,
+    *,
+    plain: bool | None = None,
+) -> Scored | None:
     """The chunks of a ``BLOCKS`` row with their raw BM25 (as ``lexical.term_score`` sums
     it), or None when no block matched. ``plain``: in plain Python rather than numpy (None:
-    as ``blocks.plain_row`` decides)."""
+    as ``blocks.plain_row`` decides). A ``TERMS`` row holding packed terms is read with its
+    build's ``lengths``, and only the chunks that may reach its top ``limit`` are scored."""
+    if row is not None and has_packed(row):
+        return _packed_score(row, lengths, limit)
     if plain if plain is not None else plain_row(row):
         return _plain_score(row)
     found = decoded(row)
@@ -247,3 +297,28 @@ def _plain_score(row: asyncpg.Record | None) -> Scored | None:
         bound=lexical.upper_bound(found.idf_of.values()),
         epoch=found.epoch,
     )
+
+
+def _packed_score(row: asyncpg.Record, lengths: Lengths | None, limit: int | None) -> Scored | None:
+    """``score`` of a row holding packed terms: their postings corrected (``terms.terms_of``),
+    summed as ``terms.combined`` sums them."""
+    read = terms_of(row, (), lengths)
+    if read is None:
+        return None
+    return ranked_scores(read[2], read[0], limit)
+
+
+def ranked_scores(terms: Mapping[int, Term | None], epoch: int, limit: int | None) -> Scored | None:
+    """The ``Scored`` of ``terms``: every chunk (no ``limit``), or those that may reach the
+    top ``limit`` (``terms.ranked``)."""
+    if limit is None:
+        whole = combined(terms)
+        if whole is None:
+            return None
+        seqs, raw, bound = whole
+        return Scored(seqs=seqs, raw=raw, bound=bound, epoch=epoch)
+    found = ranked(terms, limit)
+    if found is None:
+        return None
+    seqs, raw, bound, total = found
+    return Scored(seqs=seqs, raw=raw, bound=bound, epoch=epoch, total=total)
