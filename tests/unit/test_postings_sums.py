@@ -76,3 +76,21 @@ def test_a_common_term_is_summed_only_where_a_rare_one_is(
     assert len(found[0]) < 200 < len(whole[0])  # pruned: the rare term's chunks only
     assert found[3] == len(whole[0]) == N_DOCS  # the count is every chunk holding a term
     assert _top(found, 10) == _top(whole, 10)
+
+
+def test_chunks_of_the_other_terms_alone_still_reach_the_top(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two terms alike in reach, on chunks apart: the best chunks hold the second alone (more
+    often, in shorter chunks), and the pruned top holds them as the whole sum's does."""
+    monkeypatch.setattr(sums, "PRUNE_POSTINGS", 0)
+    weak = Term(np.arange(1, 21), np.ones(20, np.uint8), np.full(20, 80, np.uint16), 4.0, 30.0)
+    strong = Term(
+        np.arange(101, 123), np.full(22, 9, np.uint8), np.full(22, 10, np.uint16), 3.9, 30.0
+    )
+    terms: dict[int, Term | None] = {1: weak, 2: strong}
+    found, whole = ranked(terms, 10), combined(terms)
+    assert found is not None and whole is not None
+    top, _, total = _top(found, 10)
+    assert set(top) <= set(range(101, 123)) and total == 42
+    assert _top(found, 10) == _top(whole, 10)

@@ -6,12 +6,15 @@ computed (``np.bincount`` over the concatenated postings, or lookups term by ter
 gives the same floats, to the last bit.
 
 ``ranked`` cuts the work of a search holding a common term (a million postings at a million
-chunks) as MaxScore does: a chunk's sum is at most the sum of its terms' bounds (``idf *
-(k1 + 1)``), and a common term's is small. Terms by bound, largest first: the chunks of the
-first ``j`` terms are summed exactly (every term's contribution looked up), and once the
-``k``-th best of those sums exceeds what the other terms together can give a chunk (less the
-tie tolerance, with room for rounding), no chunk holding only those can reach the top or tie
-with it. The count of chunks holding any term is still exact (their union).
+chunks) as MaxScore does: a chunk's sum is at most the sum of its terms' reach (``idf * (k1
++ 1)``), and a common term's is small. Terms by reach, largest first: for the first ``j``
+terms, the ``k`` chunks whose contributions of those terms sum highest are summed exactly,
+and the least of those sums is a floor under the search's ``k``-th best. Once what the other
+terms together can give a chunk is below the floor (less the tie tolerance, with room for
+rounding), no chunk holding none of the first terms can reach the top or tie with it, and
+one holding some reaches it only if its first terms' sum plus the others' reach does: those
+few are summed exactly, every term's contribution looked up. The count of chunks holding any
+term is still exact (their union).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ PRUNE_POSTINGS: Final = 100_000
 # What the terms left out may give a chunk, raised by this share: room for the rounding of a
 # sum of floats (each contribution is below its bound, and a sum of a few rounds by far less).
 PRUNE_MARGIN: Final = 1e-9
+# A chunk's lookup (a binary search in each term) costs about as much as summing this many
+# postings: a cut that leaves more chunks than the postings over this and the terms is dearer.
+PRUNE_LOOKUPS: Final = 4
 
 Sums = tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]", float]
 
@@ -80,31 +86,61 @@ def ranked(
 def _pruned(
     present: list[tuple[int, Term]], k: int
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int] | None:
-    """``ranked`` by the cut; None when no cut leaves fewer than half the postings to sum."""
+    """``ranked`` by the cut of the module docstring; None when fewer than ``k`` chunks hold
+    a term, or when every cut leaves so many chunks that looking their terms up would cost
+    more than summing every posting (a question of common words alone: their reach is far
+    above what most of their chunks get)."""
     import numpy as np
 
     bound = lexical.upper_bound(t.idf for _, t in present)
     by_reach = sorted(present, key=lambda kt: -kt[1].idf)
     reach = [t.idf * (lexical.K1 + 1.0) for _, t in by_reach]
     postings = sum(t.size for _, t in present)
-    for j in range(1, len(by_reach)):
-        first = [t for _, t in by_reach[:j]]
-        if 2 * sum(t.size for t in first) > postings:
-            return None
-        cand = first[0].seqs if j == 1 else np.unique(np.concatenate([t.seqs for t in first]))
-        if len(cand) < k:
+    for j in range(1, len(by_reach) + 1):
+        seqs, partial = _partial([t for _, t in by_reach[:j]])
+        if len(seqs) < k:
             continue
-        raw_scores = np.zeros(len(cand), dtype=np.float64)
-        for _, term in present:  # key order: each chunk's sum as ``combined`` adds it
-            at = np.searchsorted(term.seqs, cand)
-            at[at == term.size] = 0
-            hit = term.seqs[at] == cand
-            raw_scores[hit] += term.contrib(at[hit])
-        kth = float(np.partition(raw_scores, len(cand) - k)[len(cand) - k])
+        # A floor under the k-th best sum: the least of k chunks' sums (those whose first
+        # terms sum highest), each summed exactly.
+        kth = np.partition(partial, len(partial) - k)[len(partial) - k]
+        floor = float(_sums(present, seqs[partial >= kth]).min()) - TIE_TOLERANCE * bound
         others = sum(reach[j:]) * (1.0 + PRUNE_MARGIN)
-        if others < kth - TIE_TOLERANCE * bound:
-            return cand, raw_scores, bound, _count(present)
+        if others >= floor:
+            continue  # a chunk holding none of the first terms might reach the top
+        # A chunk of the first terms reaches the top only if its first terms' sum and all
+        # the others' reach it.
+        keep = partial + (others + PRUNE_MARGIN * bound) >= floor
+        if np.count_nonzero(keep) * len(present) * PRUNE_LOOKUPS > postings:
+            continue  # their lookups would cost more than summing every posting
+        cand = seqs[keep]
+        return cand, _sums(present, cand), bound, _count(present)
     return None
+
+
+def _partial(first: list[Term]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The chunks holding any of ``first`` (ascending), each with those terms' sum (in any
+    order: a sum for choosing candidates, not a score)."""
+    import numpy as np
+
+    if len(first) == 1:
+        return first[0].seqs, first[0].contrib()
+    return summed(
+        np.concatenate([t.seqs for t in first]), np.concatenate([t.contrib() for t in first])
+    )
+
+
+def _sums(present: list[tuple[int, Term]], cand: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The BM25 of the chunks ``cand`` (ascending), each term's contribution looked up and
+    added in key order, from 0.0: as ``combined`` sums them."""
+    import numpy as np
+
+    out = np.zeros(len(cand), dtype=np.float64)
+    for _, term in present:
+        at = np.searchsorted(term.seqs, cand)
+        at[at == term.size] = 0
+        hit = term.seqs[at] == cand
+        out[hit] += term.contrib(at[hit])
+    return out
 
 
 def _count(present: list[tuple[int, Term]]) -> int:
