@@ -218,3 +218,42 @@ async def _same_for(stores: dict[str, PgChunkStore], words: str) -> None:
     want = _plain(await stores["blocks"].lexical_search(terms, NO_FILTER, 50))
     for name in ("packed", "packed-nocache"):
         assert _plain(await stores[name].lexical_search(terms, NO_FILTER, 50)) == want, name
+
+
+async def test_an_upgraded_workspace_is_packed_by_its_next_index(
+    db: PgDatabase, project: str, twin: str
+) -> None:
+    """A workspace of version 12 holding an index (no packed tables, no ``logged``): opened
+    by this version it is migrated and searched from its blocks; the next index run (nothing
+    changed) packs it, and the packed answers are the blocks' answers."""
+    files = core_sources()
+    stores = _stores(db, project, twin)
+    for name in ("packed", "blocks"):
+        await indexing_service(stores[name], files).index(IndexRequest(root="/repo"))
+    ws = await stores["packed"].workspace()
+    async with db.connection() as conn, conn.transaction():
+        for table in ("packed_build", "packed_terms", "packed_inserts", "packed_gone"):
+            await conn.execute(f"DROP TABLE {ws.quoted}.{table}")
+        await conn.execute(f"ALTER TABLE {ws.quoted}.corpus_stats DROP COLUMN logged")
+        await conn.execute(f"DELETE FROM {ws.quoted}.schema_migrations WHERE version = 13")
+        await conn.execute(
+            "UPDATE codebase_mcp.projects SET schema_version = 12 WHERE id = $1", project
+        )
+    reopened = PgDatabase(db._url, data_dir=db._data_dir)
+    try:
+        upgraded = {
+            **stores,
+            "packed": PgChunkStore(reopened, project, packing=PACKED),
+            "packed-nocache": PgChunkStore(
+                reopened, project, caches=PgCaches.off(), packing=PACKED
+            ),
+        }
+        await upgraded["packed"].list_repositories()  # migrates the workspace first
+        assert await _packed_terms(upgraded["packed"], "return self") is None
+        await _same(upgraded)
+        result = await indexing_service(upgraded["packed"], files).index(IndexRequest(root="/repo"))
+        assert result.files_indexed == 0
+        assert await _packed_terms(upgraded["packed"], "return self")
+        await _same(upgraded)
+    finally:
+        await reopened.close()
