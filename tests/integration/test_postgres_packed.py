@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codebase_mcp_search.adapters.postgres import PgCaches, PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import session as session_module
@@ -19,7 +22,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.packing import PackConfig
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import IndexRequest
-from tests.conftest import drop_projects, new_project_id
+from tests.conftest import drop_projects, drop_projects_async, new_project_id
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
 
@@ -257,3 +260,67 @@ async def test_an_upgraded_workspace_is_packed_by_its_next_index(
         await _same(upgraded)
     finally:
         await reopened.close()
+
+
+WORDS = ("alpha", "beta", "gamma", "delta", "omega", "kappa")
+FILE = st.tuples(
+    st.integers(0, 7),  # which file
+    st.lists(  # its chunks, each a few words
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+        min_size=0,
+        max_size=3,
+    ),
+)
+STEPS = st.lists(
+    st.one_of(FILE, st.just("repack"), st.integers(0, 7).map(lambda i: ("delete", i))),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=st.lists(FILE, min_size=1, max_size=6), steps=STEPS)
+async def test_any_writes_since_a_build_read_as_the_blocks(
+    pg_url: str, tmp_path: Path, first: list[Any], steps: list[Any]
+) -> None:
+    """Files written, packed, then any writes, deletions and builds: after each step, every
+    question reads (chunks, order, scores, count) as a project never packed reads it."""
+    packed, twin = new_project_id(), new_project_id()
+    db = PgDatabase(pg_url, data_dir=tmp_path)
+    stores = _stores(db, packed, twin)
+    try:
+        for name in ("packed", "blocks"):
+            await stores[name].save_repository(repo("r1"))
+
+        async def write(path: int, chunks: list[str]) -> None:
+            for name in ("packed", "blocks"):
+                if chunks:
+                    batch = file_batch("r1", f"f{path}.txt", chunks)
+                    await stores[name].replace_files("r1", [batch])
+                else:
+                    await stores[name].delete_files("r1", [f"f{path}.txt"])
+
+        for path, chunks in first:
+            await write(path, chunks)
+        await Packing(db, packed, PACKED).optimize()
+        for step in steps:
+            if step == "repack":
+                await Packing(
+                    db, packed, PackConfig(min_docs=1, min_df=2, rebuild_min=-1, rebuild_share=-1.0)
+                ).optimize()
+            elif step[0] == "delete":
+                await write(step[1], [])
+            else:
+                await write(*step)
+            for words in ("alpha beta", "gamma", "delta omega kappa alpha"):
+                terms = lexical.query_terms(words)
+                for limit in (2, 30):
+                    want = _plain(await stores["blocks"].lexical_search(terms, NO_FILTER, limit))
+                    for name in ("packed", "packed-nocache"):
+                        got = await stores[name].lexical_search(terms, NO_FILTER, limit)
+                        assert _plain(got) == want, (name, words, limit)
+    finally:
+        await db.close()
+        await drop_projects_async(pg_url, [packed, twin])
