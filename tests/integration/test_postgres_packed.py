@@ -21,7 +21,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import Lex
 from codebase_mcp_search.adapters.postgres.chunk_store.packing import PackConfig, Packing
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import IndexRequest
+from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from tests.conftest import drop_projects, drop_projects_async, new_project_id
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
@@ -48,11 +48,17 @@ def twin(pg_url: str) -> Iterator[str]:
     drop_projects(pg_url, [pid])
 
 
+# Filtered, packed terms are cut to the filter's chunks (their idf the project's).
+FILTERS = (NO_FILTER, SearchFilters(directory="services"), SearchFilters(file_type="py"))
+
+
 async def _answers(store: PgChunkStore, limit: int = 40) -> list[Any]:
     out = []
     for q in QUERIES:
-        hits, total = await store.lexical_search(lexical.query_terms(q), NO_FILTER, limit)
-        out.append((q, total, [(h.chunk.file_path, h.chunk.start_line, h.score) for h in hits]))
+        for flt in FILTERS:
+            hits, total = await store.lexical_search(lexical.query_terms(q), flt, limit)
+            found = [(h.chunk.file_path, h.chunk.start_line, h.score) for h in hits]
+            out.append((q, flt, total, found))
     return out
 
 
@@ -77,7 +83,7 @@ async def _same(stores: dict[str, PgChunkStore]) -> None:
     for name in ("packed", "packed-nocache"):
         got = await _answers(stores[name])
         assert got == want, name
-    assert all(total > 0 for _, total, _ in want)
+    assert all(total > 0 for _, flt, total, _ in want if flt == NO_FILTER)
 
 
 async def test_packed_terms_rank_as_their_blocks_do(
@@ -271,6 +277,7 @@ FILE = st.tuples(
         max_size=3,
     ),
 )
+ONE_DIRECTORY = SearchFilters(directory="a")
 STEPS = st.lists(
     st.one_of(FILE, st.just("repack"), st.integers(0, 7).map(lambda i: ("delete", i))),
     min_size=1,
@@ -296,11 +303,12 @@ async def test_any_writes_since_a_build_read_as_the_blocks(
 
         async def write(path: int, chunks: list[str]) -> None:
             for name in ("packed", "blocks"):
+                name_of = f"{'ab'[path % 2]}/f{path}.txt"
                 if chunks:
-                    batch = file_batch("r1", f"f{path}.txt", chunks)
+                    batch = file_batch("r1", name_of, chunks)
                     await stores[name].replace_files("r1", [batch])
                 else:
-                    await stores[name].delete_files("r1", [f"f{path}.txt"])
+                    await stores[name].delete_files("r1", [name_of])
 
         for path, chunks in first:
             await write(path, chunks)
@@ -316,11 +324,11 @@ async def test_any_writes_since_a_build_read_as_the_blocks(
                 await write(*step)
             for words in ("alpha beta", "gamma", "delta omega kappa alpha"):
                 terms = lexical.query_terms(words)
-                for limit in (2, 30):
-                    want = _plain(await stores["blocks"].lexical_search(terms, NO_FILTER, limit))
+                for limit, flt in ((2, NO_FILTER), (30, NO_FILTER), (30, ONE_DIRECTORY)):
+                    want = _plain(await stores["blocks"].lexical_search(terms, flt, limit))
                     for name in ("packed", "packed-nocache"):
-                        got = await stores[name].lexical_search(terms, NO_FILTER, limit)
-                        assert _plain(got) == want, (name, words, limit)
+                        got = await stores[name].lexical_search(terms, flt, limit)
+                        assert _plain(got) == want, (name, words, limit, flt)
     finally:
         await db.close()
         await drop_projects_async(pg_url, [packed, twin])

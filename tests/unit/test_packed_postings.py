@@ -140,7 +140,8 @@ def _row(
 def test_a_build_corrected_by_the_writes_since_reads_as_the_blocks(data: st.DataObject) -> None:
     """Chunks 1..60 written, packed; then some deleted and new ones inserted (in ranges that
     may hold chunks the build saw, as two writers' seqs interleave): each packed term, less
-    the chunks gone, plus its blocks in the inserted ranges, is the term its blocks give."""
+    the chunks gone, plus its blocks in the inserted ranges, is the term its blocks give; and
+    with a filter, its postings of the chunks passing it, with the project's idf."""
     lens = {s: data.draw(st.integers(1, 300)) for s in range(1, 200)}
 
     def postings_of(seqs: range | list[int]) -> dict[int, dict[int, tuple[int, int]]]:
@@ -170,7 +171,16 @@ def test_a_build_corrected_by_the_writes_since_reads_as_the_blocks(data: st.Data
     others = {t for t in TERMS if t not in packed_terms}
     blocks = [(t, s, *current[t][s]) for t in others for s in sorted(alive) if s in current[t]]
     dfs = {t: sum(1 for b in blocks if b[0] == t) for t in others}
+    # Filtered or not: a filter's blocks of the terms not packed (their frequencies over the
+    # whole project), the packed terms and their blocks inserted since whole, and the chunks
+    # that pass it.
+    matching = data.draw(st.none() | st.sets(st.integers(1, 199)))
+    if matching is not None:
+        blocks = [b for b in blocks if b[1] in matching]
     row = _row(blocks + delta, {t: n for t, n in dfs.items() if n}, *stats)
+    if matching is not None:
+        passing = sorted(matching, key=lambda s: (s * 7919) % 211)  # in any order
+        row["matches"] = _array(passing, INT8_OID, 8) if passing else bytes(4) + bytes(8)
     seen = sorted({s for t in packed_terms for s in before[t]})
     row.update(
         p_terms=packed_terms,
@@ -194,10 +204,11 @@ def test_a_build_corrected_by_the_writes_since_reads_as_the_blocks(data: st.Data
         a, b = got[2][t], want[2][t]
         assert (a is None) == (b is None), t
         if a is not None and b is not None:
-            assert a.seqs.tolist() == b.seqs.tolist()
-            assert a.tfs.tolist() == b.tfs.tolist() and a.lens.tolist() == b.lens.tolist()
-            assert a.idf == b.idf
-            assert a.contrib().tobytes() == b.contrib().tobytes()
+            at = [i for i, s in enumerate(b.seqs.tolist()) if matching is None or s in matching]
+            assert a.seqs.tolist() == b.seqs[at].tolist()
+            assert a.tfs.tolist() == b.tfs[at].tolist() and a.lens.tolist() == b.lens[at].tolist()
+            assert a.idf == b.idf  # the project's, filtered or not
+            assert a.contrib().tobytes() == b.contrib(at).tobytes()
 
 
 # --- when a build is due ----------------------------------------------------------------

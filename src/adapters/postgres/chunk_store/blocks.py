@@ -1,4 +1,4 @@
-"""A ``lexical_search.BLOCKS`` row decoded: every posting of the query's terms, with its
+"""A ``terms_read.TERMS`` row's blocks decoded: every posting of the query's terms, with its
 chunk and its BM25 contribution (``lexical.term_score``, element by element in float64).
 What a search sums per chunk, and what ``postings_cache`` keeps per term.
 
@@ -111,7 +111,7 @@ def raw(row: asyncpg.Record) -> Raw | None:
 
 
 def decoded(row: asyncpg.Record | None) -> Postings | None:
-    """The postings of a ``BLOCKS`` row; None when no block matched."""
+    """The postings of a ``TERMS`` row's blocks; None when no block matched."""
     import numpy as np
 
     if row is None or row["terms"] is None:

@@ -1,15 +1,17 @@
-"""Lexical search: exact BM25 over the postings blocks, scored in this process.
+"""Lexical search: exact BM25 over the postings, scored in this process.
 
-One statement reads every block of the query's terms that passes the filters, each array
-column concatenated into one binary value (the arrays' wire format), with the terms' document
-frequencies over the whole project; numpy then scores every posting and sums them per chunk
-(plain Python for a small row in a process without numpy: ``blocks.plain``).
-Summing in SQL hashed every matching chunk through an aggregate, most of a search's time on a
-large index when a question's common words hold tens of thousands of postings; here the count
-of matches comes with the scores. The top chunks come from ``Chunks`` (a second statement
-reads those not at hand). Ties at the limit fall to path and line, as in every store.
-``postings_cache.HeldPostings`` answers searches without filters from the terms' postings it
-keeps, with this search's ``top``.
+One statement reads the query's terms (``terms_read.TERMS``): the blocks that pass the
+filters, each array column concatenated into one binary value (the arrays' wire format), with
+the terms' document frequencies over the whole project, or a large project's packed terms
+and what corrects them (a second statement reads their values); numpy then scores the
+postings and sums them per chunk (plain Python for a small row of blocks in a process without
+numpy: ``blocks.plain``), only for the chunks that may reach the top when the postings are
+many (``sums.ranked``). Summing in SQL hashed every matching chunk through an aggregate, most
+of a search's time on a large index when a question's common words hold tens of thousands of
+postings; here the count of matches comes with the scores. The top chunks come from
+``Chunks`` (a second statement reads those not at hand). Ties at the limit fall to path and
+line, as in every store. ``postings_cache.HeldPostings`` answers searches without filters
+from the terms' postings it keeps, with this search's ``top``.
 """
 
 from __future__ import annotations
@@ -41,8 +43,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
     has_packed,
     terms_of,
 )
-from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import terms_row
-from codebase_mcp_search.adapters.postgres.sql import Statement
+from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import FILTER_PARAMS, terms_row
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
@@ -53,58 +54,6 @@ if TYPE_CHECKING:
 # read first and only the chosen rows after.
 TIE_ROOM = 32
 
-# The project's statistics, the document frequency of each term of $1 (term keys) with a
-# posting, and the blocks of those terms (passing a filter: ``{matching}`` and ``{join}``):
-# terms, sizes, and each array column's binary values concatenated, in one row.
-_BLOCKS = """
-    WITH {matching}st AS (
-        -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
-        -- the table (frequently updated, never vacuumed by us) it guesses over a
-        -- thousand rows, multiplied w's estimate by as many, and read all postings of
-        -- the terms instead of the filter's blocks.
-        SELECT n_docs, total_len, generation, tableoid AS epoch
-        FROM {s}.corpus_stats LIMIT 1
-    ), w AS (
-        -- Document frequencies over the whole project, from the postings index.
-        SELECT q.term, d.df
-        FROM (SELECT DISTINCT unnest($1::int8[]) AS term) q
-        CROSS JOIN LATERAL (
-            SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
-        ) d
-        WHERE d.df > 0
-    ), b AS (
-        -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
-        -- being flattened into a join: costed as random reads, the blocks of a few terms
-        -- looked dearer than reading every block of a mid-sized project).
-        SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
-        FROM w CROSS JOIN LATERAL (
-            SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
-            WHERE p.term = w.term OFFSET 0
-        ) p {join}
-    )
-    SELECT st.n_docs, st.total_len, st.generation, st.epoch,
-           (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
-           (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
-           bl.*
-    FROM st, (
-        SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
-               string_agg(array_send(b.chunks), ''::bytea) AS chunks,
-               string_agg(array_send(b.tfs), ''::bytea) AS tfs,
-               string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
-        FROM b
-    ) bl
-"""
-BLOCKS = Statement(_BLOCKS, matching="", join="")
-# Filtered: the matching chunks first (from the covering path index), joined to the blocks, so
-# only their postings are read. Materialised, the set can only be hashed: probing the table
-# per block (the planner's choice when it underestimates a common term's postings) was far
-# slower. The chunks of a block are alike in every filtered attribute (see rows.build_rows):
-# the blocks to read are those whose first chunk passes.
-BLOCKS_FILTERED = Statement(
-    _BLOCKS,
-    matching="fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {filter}), ",
-    join="JOIN fl ON fl.seq = p.first",
-)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
 THREAD_POSTINGS = 200_000
@@ -161,12 +110,8 @@ class LexicalSearch:
                 else db.conn.transaction(readonly=True, isolation="repeatable_read")
             )
             async with snapshot:
-                flt = SqlFilter(await narrowed(db, filters), 2)
-                lengths = None
-                if flt.empty:
-                    row, lengths = await self._terms(db, keys)
-                else:
-                    row = await db.conn.fetchrow(blocks(db.schema, flt), list(keys), *flt.params)
+                flt = SqlFilter(await narrowed(db, filters), FILTER_PARAMS)
+                row, lengths = await self._terms(db, keys, flt)
                 scored = await decoding(score, row, lengths, limit)
                 if scored is None:
                     return [], 0
@@ -187,9 +132,9 @@ class LexicalSearch:
         return await decoding(terms_of, row, keys, lengths)
 
     async def _terms(
-        self, db: ProjectSession, keys: Sequence[int]
+        self, db: ProjectSession, keys: Sequence[int], flt: SqlFilter | None = None
     ) -> tuple[Mapping[str, Any] | None, Lengths | None]:
-        return await terms_row(db, keys, self.lengths)
+        return await terms_row(db, keys, self.lengths, flt)
 
     async def top(
         self, scored: Scored, limit: int, db: ProjectSession | None = None
@@ -230,13 +175,6 @@ def _postings(row: asyncpg.Record) -> int:
     return int(row["postings"] or 0) + int(row.get("p_postings") or 0)
 
 
-def blocks(schema: str, flt: SqlFilter) -> str:
-    """The statement reading the blocks of the terms $1 that pass ``flt`` (``BLOCKS``)."""
-    if flt.empty:
-        return BLOCKS.at(schema)
-    return BLOCKS_FILTERED.at(schema, filter=flt.sql)
-
-
 def candidates(scored: Scored, k: int) -> dict[int, float]:
     """The chunks of ``scored`` that may be among its top ``k`` (1 to its size) by normalised
     score: every one that may round to the k-th's score or above, ties included, by seq, with
@@ -264,7 +202,7 @@ def score(
     *,
     plain: bool | None = None,
 ) -> Scored | None:
-    """The chunks of a ``BLOCKS`` row with their raw BM25 (as ``lexical.term_score`` sums
+    """The chunks of a ``TERMS`` row with their raw BM25 (as ``lexical.term_score`` sums
     it), or None when no block matched. ``plain``: in plain Python rather than numpy (None:
     as ``blocks.plain_row`` decides). A ``TERMS`` row holding packed terms is read with its
     build's ``lengths``, and only the chunks that may reach its top ``limit`` are scored."""

@@ -59,7 +59,7 @@ FREQUENT = Statement(
     "SELECT term, sum(n) AS df FROM {s}.postings GROUP BY term HAVING sum(n) >= $1 ORDER BY term"
 )
 # The blocks of the terms $1, each array column's binary values concatenated (as
-# ``lexical_search.BLOCKS`` reads them).
+# ``terms_read.TERMS`` reads them).
 BLOCKS_OF = Statement(
     """
     SELECT array_agg(p.term) AS terms, array_agg(p.n) AS sizes,

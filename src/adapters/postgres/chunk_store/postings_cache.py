@@ -5,7 +5,7 @@ Between two writes a term's postings and every input of their BM25 (the project'
 count and average length, the term's document frequency) stay the same, so each posting's
 contribution does too. A search without filters takes its terms' contributions from here and
 sums them per chunk: no statement when every term is held (and its top chunks are at hand),
-and one read of the others' blocks otherwise (``lexical_search.BLOCKS``, as an unfiltered
+and one read of the others otherwise (``terms_read.TERMS``, as an unfiltered
 search reads them). A filtered search is the plain search's.
 
 What is held is of one generation of the project, under the change token taken before it was

@@ -50,7 +50,8 @@ Sums = tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]", float]
 
 def combined(terms: Mapping[int, Term | None]) -> Sums | None:
     """The chunks holding any of ``terms`` (ascending), with their summed BM25 (terms in key
-    order), and the query's BM25 bound; None when no term has postings."""
+    order), and the query's BM25 bound (over every term given, with postings here or not);
+    None when no term is given."""
     import numpy as np
 
     present = [(key, t) for key, t in sorted(terms.items()) if t is not None]
@@ -67,14 +68,17 @@ def ranked(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int] | None:
     """The chunks that may be among the top ``limit`` of ``terms`` by BM25 (ties within
     ``TIE_TOLERANCE`` included), each with its sum as ``combined`` gives it, the query's bound,
-    and the number of chunks holding any term; None when no term has postings. Past
+    and the number of chunks holding any term; None when no term is given. Past
     ``PRUNE_POSTINGS`` postings, by the cut of the module docstring when one exists, else
     every chunk."""
     present = [(key, t) for key, t in sorted(terms.items()) if t is not None]
     if not present:
         return None
-    if len(present) > 1 and sum(t.size for _, t in present) > PRUNE_POSTINGS:
-        found = _pruned(present, max(1, int(limit)))
+    # A term without postings here (a filter's) counts in the bound alone.
+    held = [(key, t) for key, t in present if t.size]
+    if len(held) > 1 and sum(t.size for _, t in held) > PRUNE_POSTINGS:
+        bound = lexical.upper_bound(t.idf for _, t in present)
+        found = _pruned(held, max(1, int(limit)), bound)
         if found is not None:
             return found
     whole = combined(dict(present))
@@ -84,7 +88,7 @@ def ranked(
 
 
 def _pruned(
-    present: list[tuple[int, Term]], k: int
+    present: list[tuple[int, Term]], k: int, bound: float
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float, int] | None:
     """``ranked`` by the cut of the module docstring; None when fewer than ``k`` chunks hold
     a term, or when every cut leaves so many chunks that looking their terms up would cost
@@ -92,7 +96,6 @@ def _pruned(
     above what most of their chunks get)."""
     import numpy as np
 
-    bound = lexical.upper_bound(t.idf for _, t in present)
     by_reach = sorted(present, key=lambda kt: -kt[1].idf)
     reach = [t.idf * (lexical.K1 + 1.0) for _, t in by_reach]
     postings = sum(t.size for _, t in present)

@@ -198,14 +198,53 @@ def terms_of(
     blocks = raw(row)
     at_of = groups(blocks.terms, blocks.sizes) if blocks is not None else {}
     for key, idf in idf_of.items():  # the terms read from their blocks alone
-        at = at_of[key]
+        at = at_of.get(key)
+        if at is None:  # none of its blocks passes the filter: no posting, still its bound
+            found[key] = _empty(idf, avg)
+            continue
         assert blocks is not None
         found[key] = _ascending(blocks.chunks[at], blocks.tfs[at], blocks.lens[at], idf, avg)
     if has_packed(row):
         if lengths is None:
             raise ValueError("packed terms are read with their build's lengths")
-        found.update(_packed(row, lengths, blocks, at_of, avg))
+        packed = _packed(row, lengths, blocks, at_of, avg)
+        if row.get("matches") is not None:  # filtered: the packed terms cut to the filter's chunks
+            matching = _seqs(row["matches"])
+            packed = {k: t if t is None else _within(t, matching) for k, t in packed.items()}
+        found.update(packed)
     return epoch, generation, found
+
+
+def _empty(idf: float, avg: float) -> Term:
+    """A term with no posting among the chunks searched (one the project holds elsewhere)."""
+    import numpy as np
+
+    none = np.zeros(0, dtype=np.int64)
+    return Term(none, none, none, idf, avg)
+
+
+def _seqs(data: bytes) -> np.ndarray[Any, Any]:
+    """The seqs of an int8[] in its wire format, ascending."""
+    import numpy as np
+
+    from codebase_mcp_search.adapters.postgres.chunk_store.blocks import elements
+
+    if int.from_bytes(data[:4], "big") == 0:  # no dimension: empty
+        return np.zeros(0, dtype=np.int64)
+    size = int.from_bytes(data[12:16], "big")
+    return np.sort(elements(data, np.asarray([size]), ">i8"))
+
+
+def _within(term: Term, matching: np.ndarray[Any, Any]) -> Term:
+    """``term``'s postings of the chunks ``matching`` (ascending), its idf the project's."""
+    import numpy as np
+
+    if term.size == 0 or len(matching) == 0:
+        return _empty(term.idf, term.avg)
+    at = np.searchsorted(term.seqs, matching)
+    at[at == term.size] = 0
+    at = at[term.seqs[at] == matching]
+    return Term(term.seqs[at], term.tfs[at], term.lens[at], term.idf, term.avg)
 
 
 def _packed(

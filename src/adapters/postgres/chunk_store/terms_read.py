@@ -1,11 +1,12 @@
-"""The read of an unfiltered search's terms: their blocks, or their packed values with what
-corrects them (``TERMS`` and ``PACKED_DATA``, ``terms_row``), decoded by ``terms.terms_of``."""
+"""The read of a search's terms: their blocks, or their packed values with what corrects them
+(``TERMS`` and ``PACKED_DATA``, ``terms_row``), decoded by ``terms.terms_of``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
     HeldLengths,
@@ -15,15 +16,24 @@ from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
 )
 from codebase_mcp_search.adapters.postgres.sql import Statement
 
-# Unfiltered: ``BLOCKS``, but each term packed by the project's last build
-# (chunk_store.packing) read from its packed value (pt), with the writes since the build (the
-# seqs of chunks deleted, gone; the blocks of that term among the chunks inserted, b) to
-# correct it by, as long as no write that logs nothing came since, and the writes since are
-# few enough ($2 deleted chunks, $3 inserting writes at most): otherwise every term is read
-# from its blocks (terms.terms_of). The other terms as in ``BLOCKS``, in key order (each path
-# then sums a chunk's terms in one order: terms.combined).
-TERMS = Statement("""
-    WITH st AS (
+# The project's statistics; each query term of $1 (term keys) with a posting, and for each
+# either its blocks (passing a filter: ``{matching}`` and ``{join}``; terms, sizes and each
+# array column's binary values concatenated) and its document frequency, or, when the
+# project's last packed build (chunk_store.packing) holds it, its place among the packed terms
+# (pt: read by ``PACKED_DATA``) and what corrects it: the seqs of the chunks deleted since the
+# build (gone) and its blocks among the chunks inserted since (b), whatever the filter (its
+# document frequency is the project's; ``terms.terms_of`` cuts it to the filter's chunks,
+# ``matches``). Packed terms are read so while no write that logs nothing came since the
+# build, and while the writes since are few enough to correct by ($2 deleted chunks, $3
+# inserting writes at most); otherwise every term from its blocks. The build's chunk lengths
+# come along unless the process holds them ($4: the build it holds them for). The terms read
+# from their blocks are in key order (each path then sums a chunk's terms in one order).
+_TERMS = """
+    WITH {matching}st AS (
+        -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
+        -- the table (frequently updated, never vacuumed by us) it guesses over a
+        -- thousand rows, multiplied w's estimate by as many, and read all postings of
+        -- the terms instead of the filter's blocks.
         SELECT n_docs, total_len, generation, logged, tableoid AS epoch
         FROM {s}.corpus_stats LIMIT 1
     ), q AS (
@@ -37,6 +47,7 @@ TERMS = Statement("""
     ), r AS MATERIALIZED (
         SELECT lo, hi FROM {s}.packed_inserts WHERE EXISTS (SELECT FROM pt)
     ), w AS (
+        -- Document frequencies over the whole project, from the postings index.
         SELECT q.term, d.df
         FROM q CROSS JOIN LATERAL (
             SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
@@ -44,11 +55,14 @@ TERMS = Statement("""
         WHERE d.df > 0 AND NOT EXISTS (SELECT FROM pt WHERE pt.term = q.term)
         ORDER BY q.term
     ), b AS (
+        -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
+        -- being flattened into a join: costed as random reads, the blocks of a few terms
+        -- looked dearer than reading every block of a mid-sized project).
         SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
         FROM w CROSS JOIN LATERAL (
             SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
             WHERE p.term = w.term OFFSET 0
-        ) p
+        ) p {join}
         UNION ALL
         SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
         FROM pt CROSS JOIN LATERAL (
@@ -68,9 +82,9 @@ TERMS = Statement("""
            (SELECT array_agg(g.seq) FROM {s}.packed_gone g WHERE EXISTS (SELECT FROM pt))
                AS gone,
            (SELECT pb.build FROM {s}.packed_build pb WHERE EXISTS (SELECT FROM pt)) AS p_build,
-           -- Unless the process holds them: the lengths of the build ($4: the one it holds).
            (SELECT pb.lengths FROM {s}.packed_build pb
             WHERE EXISTS (SELECT FROM pt) AND pb.build <> $4) AS p_lengths,
+           {matches} AS matches,
            bl.*
     FROM st, (
         SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
@@ -79,7 +93,23 @@ TERMS = Statement("""
                string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
         FROM b
     ) bl
-""")
+"""
+TERMS = Statement(_TERMS, matching="", join="", matches="NULL::bytea")
+# Filtered: the matching chunks first (from the covering path index), joined to the blocks, so
+# only their postings are read. Materialised, the set can only be hashed: probing the table
+# per block (the planner's choice when it underestimates a common term's postings) was far
+# slower. The chunks of a block are alike in every filtered attribute (see rows.build_rows):
+# the blocks to read are those whose first chunk passes. With packed terms, the matching
+# chunks' seqs come along (an int8[] in its wire format).
+TERMS_FILTERED = Statement(
+    _TERMS,
+    matching="fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {filter}), ",
+    join="JOIN fl ON fl.seq = p.first",
+    matches="""(SELECT array_send(coalesce(array_agg(fl.seq), '{{}}')) FROM fl
+                WHERE EXISTS (SELECT FROM pt))""",
+)
+# A filter's parameters follow the four of ``TERMS``.
+FILTER_PARAMS: Final = 5
 # The packed values of the terms $1 of the build $2 (none if another build replaced it since
 # ``TERMS`` read): each in a row of its own (aggregated into one value, each was copied twice
 # more, three times the time).
@@ -94,14 +124,19 @@ PACKED_MAX_WRITES: Final = 2_000
 
 
 async def terms_row(
-    db: ProjectSession, keys: Sequence[int], lengths: HeldLengths
+    db: ProjectSession, keys: Sequence[int], lengths: HeldLengths, flt: SqlFilter | None = None
 ) -> tuple[Mapping[str, Any] | None, Lengths | None]:
-    """The ``TERMS`` row of the term ``keys``, with the packed values of its packed terms
-    (``terms.Read``) and the lengths of their build (held in ``lengths``, or sent again when
-    let go since the statement asked without them)."""
+    """The ``TERMS`` row of the term ``keys`` (passing ``flt``, numbered from
+    ``FILTER_PARAMS``), with the packed values of its packed terms (``terms.Read``) and the
+    lengths of their build (held in ``lengths``, or sent again when let go since the
+    statement asked without them)."""
+    if flt is None or flt.empty:
+        sql, params = db.sql(TERMS), ()
+    else:
+        sql, params = TERMS_FILTERED.at(db.schema, filter=flt.sql), tuple(flt.params)
     for build in (lengths.build(), -1, -1):
         row = await db.conn.fetchrow(
-            db.sql(TERMS), list(keys), PACKED_MAX_GONE, PACKED_MAX_WRITES, build
+            sql, list(keys), PACKED_MAX_GONE, PACKED_MAX_WRITES, build, *params
         )
         if row is None or not has_packed(row):
             return row, None
