@@ -20,7 +20,8 @@ The budget comes from the environment as for a server (``CODEBASE_MCP_CACHE_BUDG
 index for the next run (another budget, or another checkout's code: run the bench with
 ``PYTHONPATH`` pointing at that checkout's ``build/editable``).
 
-    python -m bench.million [--chunks 1000000] [--keep DIR] [--budget-mb N] [--out x.json]
+    python -m bench.million [--chunks 1000000] [--keep DIR] [--budget-mb N] [--directory D]
+        [--out x.json]
 """
 
 from __future__ import annotations
@@ -159,8 +160,11 @@ async def index(keep: Path) -> dict[str, Any]:
     }
 
 
-async def search(keep: Path, n_queries: int, repeat: int) -> dict[str, Any]:
-    """Time every mode over the index (the child process of the search phase)."""
+async def search(
+    keep: Path, n_queries: int, repeat: int, directories: list[str] | None = None
+) -> dict[str, Any]:
+    """Time every mode over the index (the child process of the search phase), then each mode
+    filtered to each of ``directories`` (``<mode>/directory=<d>``)."""
     from bench.harness import open_bench
     from bench.search_latency import _Precomputed
     from codebase_mcp_search.adapters.hashing import HashingEmbedder
@@ -174,7 +178,9 @@ async def search(keep: Path, n_queries: int, repeat: int) -> dict[str, Any]:
         )
         for q in qs[:5]:  # the pool's connections and the statements' plans
             await service.search(SearchQuery.build(q))
-        for mode in ("lexical", "semantic", "hybrid"):
+        cells = [(m, None) for m in ("lexical", "semantic", "hybrid")]
+        cells += [(m, d) for d in directories or [] for m in ("lexical", "semantic", "hybrid")]
+        for mode, directory in cells:
             samples: list[float] = []
             cpu = time.process_time()
             for _ in range(repeat):
@@ -182,11 +188,11 @@ async def search(keep: Path, n_queries: int, repeat: int) -> dict[str, Any]:
                 if drop_caches is not None:
                     drop_caches()
                 for q in qs:
-                    query = SearchQuery.build(q, mode=mode, limit=10)
+                    query = SearchQuery.build(q, mode=mode, limit=10, directory=directory)
                     t = time.perf_counter()
                     await service.search(query)
                     samples.append((time.perf_counter() - t) * 1000.0)
-            out[mode] = {
+            out[mode if directory is None else f"{mode}/directory={directory}"] = {
                 "p50_ms": _pct(samples, 0.5),
                 "p95_ms": _pct(samples, 0.95),
                 "mean_ms": round(statistics.fmean(samples), 2),
@@ -224,6 +230,7 @@ def _child(phase: str, args: argparse.Namespace, env: dict[str, str]) -> dict[st
         str(args.queries),
         "--repeat",
         str(args.repeat),
+        *[a for d in args.directory or [] for a in ("--directory", d)],
     ]
     done = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, text=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -262,12 +269,19 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--keep-server", action="store_true", help="leave Postgres running")
+    p.add_argument(
+        "--directory", action="append", help="also time each mode filtered to it, repeatable"
+    )
     p.add_argument("--phase", choices=["index", "search"], default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None)
     args = p.parse_args()
     if args.phase is not None:
         keep = Path(args.keep)
-        work = index(keep) if args.phase == "index" else search(keep, args.queries, args.repeat)
+        work = (
+            index(keep)
+            if args.phase == "index"
+            else search(keep, args.queries, args.repeat, args.directory)
+        )
         print(json.dumps(asyncio.run(work)))
         return
     with tempfile.TemporaryDirectory(prefix="million-") as scratch:

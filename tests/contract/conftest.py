@@ -2,7 +2,8 @@
 
 Every contract test runs against each factory: the in-memory reference adapters and the
 Postgres ones (a fresh project schema per test on the session's test server; the chunk store
-also with every in-process cache off, ``postgres-nocache``); the hashing
+also with every in-process cache off, ``postgres-nocache``, and for the lexical suite with its
+terms packed, ``postgres-packed``); the hashing
 embedder, the HTTP embedders against real servers on 127.0.0.1 (``tests.embedding_servers``),
 the default ONNX model, and the local model when the ``local`` extra is installed (one instance
 each for the session: a model takes seconds to load or derive). The task stores are also
@@ -12,7 +13,7 @@ Postgres; see ``tests.contract.task_clients``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -36,8 +37,9 @@ from codebase_mcp_search.adapters.postgres import (
     PgJobQueue,
     PgTaskRepo,
 )
+from codebase_mcp_search.adapters.postgres.chunk_store.packing import PackConfig
 from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SCHEMA
-from codebase_mcp_search.core.ports import ChunkStore, Embedder, JobQueue, TaskRepo
+from codebase_mcp_search.core.ports import ChunkStore, Embedder, IndexedFile, JobQueue, TaskRepo
 from tests.conftest import new_project_id
 from tests.contract.task_clients import AsyncioClients, ProcessClients, TaskClients
 from tests.embedding_servers import OPENAI_MODEL, embedding_server
@@ -79,6 +81,24 @@ async def _pg_store_uncached(request: pytest.FixtureRequest) -> AsyncIterator[Pg
     """The store with no cache layered on its components: every answer from the database."""
     async with _pg_database(request) as (db, project):
         yield PgChunkStore(db, project, caches=PgCaches.off())
+
+
+class PackedPgChunkStore(PgChunkStore):
+    """``PgChunkStore`` whose every term is packed at its first write that holds chunks
+    (``chunk_store.packing``, as ``optimize`` packs a large project's common terms), and never
+    again: each later write reaches a search as a correction of that build."""
+
+    async def replace_files(self, repository_id: str, files: Sequence[IndexedFile]) -> None:
+        await super().replace_files(repository_id, files)
+        await self.optimize()
+
+
+@asynccontextmanager
+async def pg_store_packed(request: pytest.FixtureRequest) -> AsyncIterator[PgChunkStore]:
+    """The store reading packed terms (``PackedPgChunkStore``), for the lexical suite."""
+    packing = PackConfig(min_docs=1, min_df=1, rebuild_min=10**12, rebuild_share=1e12)
+    async with _pg_database(request) as (db, project):
+        yield PackedPgChunkStore(db, project, packing=packing)
 
 
 @asynccontextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,8 +15,19 @@ from codebase_mcp_search.core.models import SearchFilters
 from codebase_mcp_search.core.ports import (
     ChunkStore,
 )
+from tests.contract.conftest import CHUNK_STORES, pg_store_packed
 from tests.contract.store_data import NO_FILTER
 from tests.factories import file_batch, repo, symbol_of
+
+# Every chunk store, and Postgres reading its terms packed and corrected by later writes.
+LEXICAL_STORES = {**CHUNK_STORES, "postgres-packed": pg_store_packed}
+
+
+@pytest.fixture(params=sorted(LEXICAL_STORES))
+async def chunk_store(request: pytest.FixtureRequest) -> AsyncIterator[ChunkStore]:
+    async with LEXICAL_STORES[request.param](request) as store:
+        assert isinstance(store, ChunkStore)
+        yield store
 
 
 def _reference_bm25(docs: dict[str, Counter[str]], terms: list[str]) -> dict[str, float]:

@@ -13,8 +13,13 @@ from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter
-from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import blocks
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
+from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import (
+    FILTER_PARAMS,
+    PACKED_MAX_GONE,
+    PACKED_MAX_WRITES,
+    TERMS_FILTERED,
+)
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import IndexRequest, SearchFilters
 from tests.integration.pg_helpers import NO_FILTER, core_sources, indexing_service
@@ -52,14 +57,15 @@ async def test_lexical_plan_sees_one_corpus_stats_row_before_any_analyze(
     await indexing_service(store, core_sources()).index(IndexRequest(root="/repo"))
     ws = await store.workspace()
     keys = [term_key(t) for t in lexical.query_terms("parse task status")]
-    flt = SqlFilter(SearchFilters(directory="services"), 2)
-    sql = blocks(ws.schema, flt)
+    flt = SqlFilter(SearchFilters(directory="services"), FILTER_PARAMS)
+    sql = TERMS_FILTERED.at(ws.schema, filter=flt.sql)
+    params = (keys, PACKED_MAX_GONE, PACKED_MAX_WRITES, -1, *flt.params)
     async with db.connection() as conn:
         never = await conn.fetchval(
             "SELECT reltuples < 0 FROM pg_class WHERE oid = $1::regclass",
             f"{ws.quoted}.corpus_stats",
         )
-        plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", keys, *flt.params)
+        plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *params)
 
     def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield node

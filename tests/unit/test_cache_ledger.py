@@ -21,9 +21,9 @@ from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunk
 from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
     PostingsCache,
     State,
-    Term,
     term_bytes,
 )
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core.models import Chunk
 from tests.factories import file_batch
 
@@ -37,7 +37,7 @@ def _chunk(seq: int, size: int) -> Chunk:
 
 
 def _term(n: int) -> Term:
-    return Term(np.arange(n, dtype=np.int64), np.ones(n), 1.0)
+    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0)
 
 
 class Process:
@@ -123,7 +123,7 @@ def test_an_entry_larger_than_the_budget_is_not_kept() -> None:
     process = Process(budget=10_000)
     process.chunks["a"].add(1, _chunk(1, 500))
     process.chunks["b"].add(2, _chunk(2, 20_000))
-    process.postings["b"].add(STATE, {1: _term(1_000)})  # 16,000 bytes of postings
+    process.postings["b"].add(STATE, {1: _term(1_000)})  # 24,000 bytes of postings
     assert set(process.ledger.by_project().values()) == {0, chunk_bytes(_chunk(1, 500))}
     assert process.postings["b"].held(STATE.token, [1]) == {}
     process.check()
@@ -131,11 +131,12 @@ def test_an_entry_larger_than_the_budget_is_not_kept() -> None:
 
 def test_a_term_cut_from_a_larger_block_owns_its_arrays() -> None:
     block = np.arange(10_000, dtype=np.int64)
-    view = Term(block[10:20], np.ones(10_000)[10:20], 1.0)
+    view = Term(block[10:20], np.ones(10_000)[10:20], np.ones(10_000)[10:20], 1.0, 1.0)
     process = Process(budget=10**6)
     process.postings["a"].add(STATE, {1: view})
     (kept,) = process.postings["a"].held(STATE.token, [1]).values()
-    assert kept is not None and kept.seqs.base is None and kept.contrib.base is None
+    assert kept is not None
+    assert kept.seqs.base is None and kept.tfs.base is None and kept.lens.base is None
     assert process.ledger.used == term_bytes(kept) < block.nbytes
 
 

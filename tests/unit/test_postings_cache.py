@@ -13,13 +13,9 @@ from hypothesis import strategies as st
 from codebase_mcp_search.adapters.postgres.chunk_store import postings_cache
 from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import score
-from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import (
-    PostingsCache,
-    State,
-    Term,
-    combined,
-    terms_of,
-)
+from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import PostingsCache, State
+from codebase_mcp_search.adapters.postgres.chunk_store.sums import combined
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term, terms_of
 from tests.unit.test_postgres_blocks import INT4_OID, INT8_OID, _array
 
 # (term, chunks of one block): a term's blocks hold distinct chunks.
@@ -90,31 +86,41 @@ def test_terms_summed_score_as_the_blocks_do(
 
 def _terms_one_block_at_a_time(row: dict[str, Any]) -> dict[int, tuple[list[int], bytes]]:
     """Each term's chunks and contributions (their bytes) as the blocks give them, gathered
-    block by block in the row's order (the grouping before it was vectorised)."""
+    block by block in the row's order (the grouping before it was vectorised), then put in
+    chunk order."""
     postings = decoded(row)
     assert postings is not None
-    out: dict[int, tuple[list[int], list[float]]] = {}
+    out: dict[int, list[tuple[int, float]]] = {}
     at = 0
     for term, size in zip(postings.terms.tolist(), postings.sizes.tolist(), strict=True):
-        seqs, contrib = out.setdefault(term, ([], []))
-        seqs.extend(postings.chunks[at : at + size].tolist())
-        contrib.extend(postings.contrib[at : at + size].tolist())
+        pairs = out.setdefault(term, [])
+        pairs.extend(
+            zip(
+                postings.chunks[at : at + size].tolist(),
+                postings.contrib[at : at + size].tolist(),
+                strict=True,
+            )
+        )
         at += size
-    return {t: (s, np.asarray(c, dtype=np.float64).tobytes()) for t, (s, c) in out.items()}
+    return {
+        t: ([s for s, _ in sorted(p)], np.asarray([c for _, c in sorted(p)]).tobytes())
+        for t, p in out.items()
+    }
 
 
 @settings(max_examples=200, deadline=None)
 @given(blocks=blocks_strategy, seed=st.integers(0, 1000))
-def test_each_term_holds_its_blocks_postings_in_order(
+def test_each_term_holds_its_blocks_postings_in_chunk_order(
     blocks: list[tuple[int, list[int]]], seed: int
 ) -> None:
     """Blocks of a term adjacent in the row or scattered among others' (a row is not sorted
-    by term): each term's postings are its blocks' in the row's order, bit for bit."""
+    by term), their chunks in any order: each term's postings are its blocks', in chunk
+    order (pruning looks chunks up in them), each with its contribution bit for bit."""
     row = _row(blocks, seed)
     read = terms_of(row, [11, 22, 33, 44])
     assert read is not None
     got = {
-        key: (term.seqs.tolist(), term.contrib.tobytes())
+        key: (term.seqs.tolist(), term.contrib().tobytes())
         for key, term in read[2].items()
         if term is not None
     }
@@ -122,7 +128,7 @@ def test_each_term_holds_its_blocks_postings_in_order(
 
 
 def _term(n: int) -> Term:
-    return Term(np.arange(n, dtype=np.int64), np.ones(n), 1.0)
+    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0)
 
 
 def test_the_cache_keeps_one_generation_within_its_bound() -> None:

@@ -363,6 +363,39 @@ CREATE INDEX chunks_unvectored ON {s}.chunks (seq) INCLUDE (repo_id) WHERE embed
 ALTER TABLE {s}.repositories ADD COLUMN analyser_version int NOT NULL DEFAULT 1;
 """),
     ),
+    (
+        14,
+        # Packed postings (adapters.postgres.packed): the postings of each term common enough
+        # to be costly in blocks, in one value, written by ``optimize``
+        # (chunk_store.packing) from one snapshot of the blocks. The writes since are logged
+        # beside them: the seq ranges of chunks inserted, the seqs of chunks deleted (rows
+        # never change, so these two correct a packed term exactly). Every write of this
+        # version counts itself in ``logged`` as it moves the generation on: a write by a
+        # version that does not log moves ``generation - logged`` and voids the build.
+        Statement("""
+ALTER TABLE {s}.corpus_stats ADD COLUMN logged bigint NOT NULL DEFAULT 0;
+-- build: the id of the build's transaction (a process keeps its lengths by it); lengths:
+-- the length of each chunk of its packed terms (packed.pack_lengths).
+CREATE TABLE {s}.packed_build (
+    one bool PRIMARY KEY DEFAULT true CHECK (one),
+    build bigint NOT NULL,
+    unlogged bigint NOT NULL,
+    generation bigint NOT NULL,
+    n_docs bigint NOT NULL,
+    min_df int NOT NULL,
+    terms int NOT NULL,
+    postings bigint NOT NULL,
+    lengths bytea NOT NULL,
+    built_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE {s}.packed_terms (term bigint PRIMARY KEY, n int NOT NULL, data bytea NOT NULL);
+-- Stored as is: the values are packed already, and pglz would cost every read its time.
+ALTER TABLE {s}.packed_build ALTER COLUMN lengths SET STORAGE EXTERNAL;
+ALTER TABLE {s}.packed_terms ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE TABLE {s}.packed_inserts (lo bigint NOT NULL, hi bigint NOT NULL, n int NOT NULL);
+CREATE TABLE {s}.packed_gone (seq bigint NOT NULL);
+"""),
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,4 +1,4 @@
-"""A ``lexical_search.BLOCKS`` row decoded: every posting of the query's terms, with its
+"""A ``terms_read.TERMS`` row's blocks decoded: every posting of the query's terms, with its
 chunk and its BM25 contribution (``lexical.term_score``, element by element in float64).
 What a search sums per chunk, and what ``postings_cache`` keeps per term.
 
@@ -49,42 +49,89 @@ class Postings:
     epoch: int
 
 
-def _statistics(row: asyncpg.Record) -> tuple[float, dict[int, float]]:
-    """A row's average chunk length and each query term's idf."""
+def statistics(row: asyncpg.Record) -> tuple[float, dict[int, float]]:
+    """A row's average chunk length and the idf of each query term it gives a document
+    frequency for (``w_terms``)."""
     n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
     avg = total_len / n_docs if n_docs > 0 else 0.0
     idf_of = {
         int(t): lexical.idf(n_docs, int(df))
-        for t, df in zip(row["w_terms"], row["w_dfs"], strict=True)
+        for t, df in zip(row["w_terms"] or (), row["w_dfs"] or (), strict=True)
     }
     return avg, idf_of
 
 
+def contributions(
+    tfs: np.ndarray[Any, Any], lens: np.ndarray[Any, Any], avg: float, idfs: Any
+) -> np.ndarray[Any, Any]:
+    """Each posting's BM25 contribution (``lexical.term_score``, element by element in
+    float64) from its term frequency, its chunk's length and its term's idf (one for all, or
+    one per posting): the one computation every reading of postings shares, so that they all
+    give the same floats."""
+    import numpy as np
+
+    tf = tfs.astype(np.float64)
+    length = lens.astype(np.float64)
+    ratio = length / avg if avg > 0 else np.ones_like(length)
+    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
+    out: np.ndarray[Any, Any] = idfs * (tf * (lexical.K1 + 1.0)) / (tf + norm)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """The postings of a row's blocks as stored, in the row's order: block ``i`` holds
+    ``sizes[i]`` postings of the term ``terms[i]``."""
+
+    terms: np.ndarray[Any, Any]
+    sizes: np.ndarray[Any, Any]
+    chunks: np.ndarray[Any, Any]
+    tfs: np.ndarray[Any, Any]
+    lens: np.ndarray[Any, Any]
+
+
+def raw(row: asyncpg.Record) -> Raw | None:
+    """The postings of a row's blocks (``chunks``, ``tfs``, ``doc_lens``); None without
+    blocks."""
+    import numpy as np
+
+    if row["terms"] is None:
+        return None
+    # Per block, not per Python object: a common term has a block in most files.
+    terms = np.asarray(row["terms"], dtype=np.int64)
+    sizes = np.asarray(row["sizes"], dtype=np.int64)
+    # Frequencies and lengths in 4 bytes, as stored: a term kept holds them (``terms.Term``).
+    return Raw(
+        terms,
+        sizes,
+        elements(row["chunks"], sizes, ">i8"),
+        elements(row["tfs"], sizes, ">i4", wide=False),
+        elements(row["doc_lens"], sizes, ">i4", wide=False),
+    )
+
+
 def decoded(row: asyncpg.Record | None) -> Postings | None:
-    """The postings of a ``BLOCKS`` row; None when no block matched."""
+    """The postings of a ``TERMS`` row's blocks; None when no block matched."""
     import numpy as np
 
     if row is None or row["terms"] is None:
         return None
-    avg, idf_of = _statistics(row)
-    # Per block, not per Python object: a common term has a block in most files.
-    terms = np.asarray(row["terms"], dtype=np.int64)
-    sizes = np.asarray(row["sizes"], dtype=np.int64)
-    chunks = elements(row["chunks"], sizes, ">i8")
-    tfs = elements(row["tfs"], sizes, ">i4").astype(np.float64)
-    lens = elements(row["doc_lens"], sizes, ">i4").astype(np.float64)
+    avg, idf_of = statistics(row)
+    found = raw(row)
+    assert found is not None
     known = np.asarray(sorted(idf_of), dtype=np.int64)
     idf_values = np.asarray([idf_of[int(t)] for t in known], dtype=np.float64)
-    idfs = np.repeat(idf_values[np.searchsorted(known, terms)], sizes)
-    ratio = lens / avg if avg > 0 else np.ones_like(lens)
-    norm = lexical.K1 * (1.0 - lexical.B + lexical.B * ratio)
-    contrib = idfs * (tfs * (lexical.K1 + 1.0)) / (tfs + norm)
-    return Postings(terms, sizes, chunks, contrib, idf_of, int(row["epoch"]))
+    idfs = np.repeat(idf_values[np.searchsorted(known, found.terms)], found.sizes)
+    contrib = contributions(found.tfs, found.lens, avg, idfs)
+    return Postings(found.terms, found.sizes, found.chunks, contrib, idf_of, int(row["epoch"]))
 
 
-def elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
+def elements(
+    data: bytes, sizes: np.ndarray[Any, Any], kind: str, *, wide: bool = True
+) -> np.ndarray[Any, Any]:
     """The elements of one-dimensional arrays of ``sizes`` elements of ``kind`` (a big-endian
-    numpy type), concatenated in PostgreSQL's binary format, as int64."""
+    numpy type), concatenated in PostgreSQL's binary format, as int64 (4-byte values as
+    int32 unless ``wide``)."""
     import numpy as np
 
     item = np.dtype([("len", ">i4"), ("value", kind)])
@@ -108,7 +155,7 @@ def elements(data: bytes, sizes: np.ndarray[Any, Any], kind: str) -> np.ndarray[
     first = starts + head_words + 1 - before * item_words
     at = np.repeat(first, sizes) + np.arange(int(sizes.sum()), dtype=np.int64) * item_words
     if item_words == 2:  # 4-byte values
-        return words[at].astype(np.int64)
+        return words[at].astype(np.int64 if wide else np.int32)
     high = words[at].astype(np.int64)
     low = np.frombuffer(data, dtype=">u4")[at + 1].astype(np.int64)
     out: np.ndarray[Any, Any] = (high << 32) | low
@@ -162,7 +209,7 @@ def plain(row: asyncpg.Record | None) -> PlainPostings | None:
     operations on the same doubles."""
     if row is None or row["terms"] is None:
         return None
-    avg, idf_of = _statistics(row)
+    avg, idf_of = statistics(row)
     terms = [int(t) for t in row["terms"]]
     sizes = [int(n) for n in row["sizes"]]
     chunks = plain_elements(row["chunks"], sizes, "q")

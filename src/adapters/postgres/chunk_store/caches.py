@@ -31,8 +31,10 @@ from typing import Final
 
 # The text of the chunks kept read, in characters: 16 MB of ASCII.
 CHUNK_CHARS: Final = 16_000_000
-# Postings kept with their BM25, 16 bytes each: 32 MB.
-POSTINGS: Final = 2_000_000
+# Postings kept (a chunk, frequency and length each: 11 to 16 bytes): 90 to 128 MB, the
+# common terms of a million chunks (~7 million postings in the 19 terms of 100,000 or more).
+# The process budget (cache_ledger) bounds it with every other cache.
+POSTINGS: Final = 8_000_000
 # A project's vectors copied into a server process for exact search: up to 48 MB of float32
 # (10,000 vectors of 1,024 dimensions, or every vector of a 31,000-chunk project at 384).
 VECTOR_FLOATS: Final = 12_000_000

@@ -1,15 +1,17 @@
-"""Lexical search: exact BM25 over the postings blocks, scored in this process.
+"""Lexical search: exact BM25 over the postings, scored in this process.
 
-One statement reads every block of the query's terms that passes the filters, each array
-column concatenated into one binary value (the arrays' wire format), with the terms' document
-frequencies over the whole project; numpy then scores every posting and sums them per chunk
-(plain Python for a small row in a process without numpy: ``blocks.plain``).
-Summing in SQL hashed every matching chunk through an aggregate, most of a search's time on a
-large index when a question's common words hold tens of thousands of postings; here the count
-of matches comes with the scores. The top chunks come from ``Chunks`` (a second statement
-reads those not at hand). Ties at the limit fall to path and line, as in every store.
-``postings_cache.HeldPostings`` answers searches without filters from the terms' postings it
-keeps, with this search's ``top``.
+One statement reads the query's terms (``terms_read.TERMS``): the blocks that pass the
+filters, each array column concatenated into one binary value (the arrays' wire format), with
+the terms' document frequencies over the whole project, or a large project's packed terms
+and what corrects them (a second statement reads their values); numpy then scores the
+postings and sums them per chunk (plain Python for a small row of blocks in a process without
+numpy: ``blocks.plain``), only for the chunks that may reach the top when the postings are
+many (``sums.ranked``). Summing in SQL hashed every matching chunk through an aggregate, most
+of a search's time on a large index when a question's common words hold tens of thousands of
+postings; here the count of matches comes with the scores. The top chunks come from
+``Chunks`` (a second statement reads those not at hand). Ties at the limit fall to path and
+line, as in every store. ``postings_cache.HeldPostings`` answers searches without filters
+from the terms' postings it keeps, with this search's ``top``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,72 +35,25 @@ from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
-from codebase_mcp_search.adapters.postgres.sql import Statement
+from codebase_mcp_search.adapters.postgres.chunk_store.sums import TIE_TOLERANCE, combined, ranked
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
+    HeldLengths,
+    Lengths,
+    Term,
+    has_packed,
+    terms_of,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import FILTER_PARAMS, terms_row
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Scores closer than this (relative to the query's BM25 bound) may round to the same normalised
-# score (``lexical.normalised`` keeps 9 decimals): they are ties, broken by path and line.
-TIE_TOLERANCE = 2e-9
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
 
-# The project's statistics, the document frequency of each term of $1 (term keys) with a
-# posting, and the blocks of those terms (passing a filter: ``{matching}`` and ``{join}``):
-# terms, sizes, and each array column's binary values concatenated, in one row.
-_BLOCKS = """
-    WITH {matching}st AS (
-        -- LIMIT 1: the one row, also to the planner. Until autovacuum first analyses
-        -- the table (frequently updated, never vacuumed by us) it guesses over a
-        -- thousand rows, multiplied w's estimate by as many, and read all postings of
-        -- the terms instead of the filter's blocks.
-        SELECT n_docs, total_len, generation, tableoid AS epoch
-        FROM {s}.corpus_stats LIMIT 1
-    ), w AS (
-        -- Document frequencies over the whole project, from the postings index.
-        SELECT q.term, d.df
-        FROM (SELECT DISTINCT unnest($1::int8[]) AS term) q
-        CROSS JOIN LATERAL (
-            SELECT sum(p.n) AS df FROM {s}.postings p WHERE p.term = q.term
-        ) d
-        WHERE d.df > 0
-    ), b AS (
-        -- Each term's blocks from the term index (OFFSET 0 keeps the lateral lookup from
-        -- being flattened into a join: costed as random reads, the blocks of a few terms
-        -- looked dearer than reading every block of a mid-sized project).
-        SELECT p.term, p.n, p.chunks, p.tfs, p.doc_lens
-        FROM w CROSS JOIN LATERAL (
-            SELECT p.term, p.first, p.n, p.chunks, p.tfs, p.doc_lens FROM {s}.postings p
-            WHERE p.term = w.term OFFSET 0
-        ) p {join}
-    )
-    SELECT st.n_docs, st.total_len, st.generation, st.epoch,
-           (SELECT array_agg(w.term ORDER BY w.term) FROM w) AS w_terms,
-           (SELECT array_agg(w.df ORDER BY w.term) FROM w) AS w_dfs,
-           bl.*
-    FROM st, (
-        SELECT array_agg(b.term) AS terms, array_agg(b.n) AS sizes, sum(b.n) AS postings,
-               string_agg(array_send(b.chunks), ''::bytea) AS chunks,
-               string_agg(array_send(b.tfs), ''::bytea) AS tfs,
-               string_agg(array_send(b.doc_lens), ''::bytea) AS doc_lens
-        FROM b
-    ) bl
-"""
-BLOCKS = Statement(_BLOCKS, matching="", join="")
-# Filtered: the matching chunks first (from the covering path index), joined to the blocks, so
-# only their postings are read. Materialised, the set can only be hashed: probing the table
-# per block (the planner's choice when it underestimates a common term's postings) was far
-# slower. The chunks of a block are alike in every filtered attribute (see rows.build_rows):
-# the blocks to read are those whose first chunk passes.
-BLOCKS_FILTERED = Statement(
-    _BLOCKS,
-    matching="fl AS MATERIALIZED (SELECT c.seq FROM {s}.chunks c WHERE {filter}), ",
-    join="JOIN fl ON fl.seq = p.first",
-)
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
 THREAD_POSTINGS = 200_000
@@ -107,12 +62,20 @@ THREAD_POSTINGS = 200_000
 @dataclass(frozen=True, slots=True)
 class Scored:
     """Every chunk passing the filters that holds a query term, with its raw BM25: numpy
-    arrays, or lists (``blocks.plain``), seqs ascending."""
+    arrays, or lists (``blocks.plain``), seqs ascending; or, when ``total`` is given (the
+    number of chunks holding a term), only those that may reach the top of the search's
+    limit (``terms.ranked``)."""
 
     seqs: np.ndarray[Any, Any] | list[int]
     raw: np.ndarray[Any, Any] | list[float]
     bound: float
     epoch: int  # the schema's (see chunk_cache)
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """The number of chunks holding a query term."""
+        return len(self.seqs) if self.total is None else self.total
 
 
 Session = Callable[[], AbstractAsyncContextManager[ProjectSession]]
@@ -120,11 +83,15 @@ T = TypeVar("T")
 
 
 class LexicalSearch:
-    """BM25 search of one project's chunks, its statement run for every search."""
+    """BM25 search of one project's chunks, its statement run for every search (the lengths
+    of a packed build held in ``lengths``, or read with every search)."""
 
-    def __init__(self, session: Session, chunks: Chunks) -> None:
+    def __init__(
+        self, session: Session, chunks: Chunks, lengths: HeldLengths | None = None
+    ) -> None:
         self._session = session
         self._chunks = chunks
+        self.lengths = lengths or HeldLengths(keep=False)
 
     async def search(
         self, keys: Sequence[int], filters: SearchFilters, limit: int
@@ -143,17 +110,31 @@ class LexicalSearch:
                 else db.conn.transaction(readonly=True, isolation="repeatable_read")
             )
             async with snapshot:
-                flt = SqlFilter(await narrowed(db, filters), 2)
-                row = await db.conn.fetchrow(blocks(db.schema, flt), list(keys), *flt.params)
-                scored = await decoding(score, row)
+                flt = SqlFilter(await narrowed(db, filters), FILTER_PARAMS)
+                row, lengths = await self._terms(db, keys, flt)
+                scored = await decoding(score, row, lengths, limit)
                 if scored is None:
                     return [], 0
-                return await self.top(scored, limit, db), len(scored.seqs)
+                return await self.top(scored, limit, db), scored.count
 
-    async def read(self, keys: Sequence[int]) -> asyncpg.Record | None:
-        """The ``BLOCKS`` row of the term ``keys`` without filters."""
+    async def read(self, keys: Sequence[int]) -> tuple[Mapping[str, Any] | None, Lengths | None]:
+        """The ``TERMS`` row of the term ``keys`` (no filters), with the lengths of its
+        build."""
         async with self._session() as db:
-            return await db.conn.fetchrow(db.sql(BLOCKS), list(keys))
+            return await terms_row(db, keys, HeldLengths(keep=False))
+
+    async def read_terms(
+        self, keys: Sequence[int]
+    ) -> tuple[int, int, dict[int, Term | None]] | None:
+        """``terms.terms_of`` the ``TERMS`` row of the term ``keys``."""
+        async with self._session() as db:
+            row, lengths = await self._terms(db, keys)
+        return await decoding(terms_of, row, keys, lengths)
+
+    async def _terms(
+        self, db: ProjectSession, keys: Sequence[int], flt: SqlFilter | None = None
+    ) -> tuple[Mapping[str, Any] | None, Lengths | None]:
+        return await terms_row(db, keys, self.lengths, flt)
 
     async def top(
         self, scored: Scored, limit: int, db: ProjectSession | None = None
@@ -184,16 +165,14 @@ class LexicalSearch:
 async def decoding(work: Callable[..., T], row: asyncpg.Record | None, *args: Any) -> T:
     """``work(row, *args)``: in a worker thread when the row holds more than
     ``THREAD_POSTINGS`` postings, else here."""
-    if row is not None and row["postings"] is not None and row["postings"] > THREAD_POSTINGS:
+    if row is not None and _postings(row) > THREAD_POSTINGS:
         return await asyncio.to_thread(work, row, *args)
     return work(row, *args)
 
 
-def blocks(schema: str, flt: SqlFilter) -> str:
-    """The statement reading the blocks of the terms $1 that pass ``flt`` (``BLOCKS``)."""
-    if flt.empty:
-        return BLOCKS.at(schema)
-    return BLOCKS_FILTERED.at(schema, filter=flt.sql)
+def _postings(row: asyncpg.Record) -> int:
+    """The postings of a row, in its blocks and its packed terms."""
+    return int(row["postings"] or 0) + int(row.get("p_postings") or 0)
 
 
 def candidates(scored: Scored, k: int) -> dict[int, float]:
@@ -216,10 +195,19 @@ def candidates(scored: Scored, k: int) -> dict[int, float]:
     return {s: lexical.normalised(float(r), bound) for s, r in chosen}
 
 
-def score(row: asyncpg.Record | None, *, plain: bool | None = None) -> Scored | None:
-    """The chunks of a ``BLOCKS`` row with their raw BM25 (as ``lexical.term_score`` sums
+def score(
+    row: asyncpg.Record | None,
+    lengths: Lengths | None = None,
+    limit: int | None = None,
+    *,
+    plain: bool | None = None,
+) -> Scored | None:
+    """The chunks of a ``TERMS`` row with their raw BM25 (as ``lexical.term_score`` sums
     it), or None when no block matched. ``plain``: in plain Python rather than numpy (None:
-    as ``blocks.plain_row`` decides)."""
+    as ``blocks.plain_row`` decides). A ``TERMS`` row holding packed terms is read with its
+    build's ``lengths``, and only the chunks that may reach its top ``limit`` are scored."""
+    if row is not None and has_packed(row):
+        return _packed_score(row, lengths, limit)
     if plain if plain is not None else plain_row(row):
         return _plain_score(row)
     found = decoded(row)
@@ -247,3 +235,28 @@ def _plain_score(row: asyncpg.Record | None) -> Scored | None:
         bound=lexical.upper_bound(found.idf_of.values()),
         epoch=found.epoch,
     )
+
+
+def _packed_score(row: asyncpg.Record, lengths: Lengths | None, limit: int | None) -> Scored | None:
+    """``score`` of a row holding packed terms: their postings corrected (``terms.terms_of``),
+    summed as ``terms.combined`` sums them."""
+    read = terms_of(row, (), lengths)
+    if read is None:
+        return None
+    return ranked_scores(read[2], read[0], limit)
+
+
+def ranked_scores(terms: Mapping[int, Term | None], epoch: int, limit: int | None) -> Scored | None:
+    """The ``Scored`` of ``terms``: every chunk (no ``limit``), or those that may reach the
+    top ``limit`` (``terms.ranked``)."""
+    if limit is None:
+        whole = combined(terms)
+        if whole is None:
+            return None
+        seqs, raw, bound = whole
+        return Scored(seqs=seqs, raw=raw, bound=bound, epoch=epoch)
+    found = ranked(terms, limit)
+    if found is None:
+        return None
+    seqs, raw, bound, total = found
+    return Scored(seqs=seqs, raw=raw, bound=bound, epoch=epoch, total=total)

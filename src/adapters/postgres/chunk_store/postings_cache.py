@@ -5,7 +5,7 @@ Between two writes a term's postings and every input of their BM25 (the project'
 count and average length, the term's document frequency) stay the same, so each posting's
 contribution does too. A search without filters takes its terms' contributions from here and
 sums them per chunk: no statement when every term is held (and its top chunks are at hand),
-and one read of the others' blocks otherwise (``lexical_search.BLOCKS``, as an unfiltered
+and one read of the others otherwise (``terms_read.TERMS``, as an unfiltered
 search reads them). A filtered search is the plain search's.
 
 What is held is of one generation of the project, under the change token taken before it was
@@ -13,10 +13,11 @@ read (``adapters.postgres.changes``). Once the token moves on (a write seen, the
 passed), nothing held answers until a read of the query's terms gives the generation again:
 the same one keeps everything held (under the new token), another one replaces it. Without
 a token (no listening connection) nothing is held or used, and the plain search answers. A
-term without postings is held too, as none. Bounded by postings (16 bytes each), the least
+term without postings is held too, as none. Bounded by postings, the least
 recently used terms out first, and by the process's budget (``cache_ledger``), charged
 ``term_bytes`` a term (its arrays are copies of their own, so that their bytes are all they
-keep alive, not the block of the statement's result they were cut from).
+keep alive, not the block of the statement's result they were cut from): 11 to 24 bytes a
+posting (its chunk, frequency and length; contributions are computed when summed).
 """
 
 from __future__ import annotations
@@ -25,25 +26,19 @@ import asyncio
 import collections
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
-
-import asyncpg
+from typing import Final
 
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import decoded, summed
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import NO_FILTERS
 from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import (
     THREAD_POSTINGS,
     LexicalSearch,
     Scored,
-    decoding,
+    ranked_scores,
 )
-from codebase_mcp_search.core import lexical
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
-
-if TYPE_CHECKING:
-    import numpy as np
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
@@ -53,30 +48,10 @@ TERM_OVERHEAD: Final = 400
 NO_TERM_BYTES: Final = 120
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
-    """One term's postings: the chunks holding it (one posting each) and each posting's BM25
-    contribution, with the term's idf."""
-
-    seqs: np.ndarray[Any, Any]
-    contrib: np.ndarray[Any, Any]
-    idf: float
-
-    @property
-    def size(self) -> int:
-        return len(self.seqs)
-
-    def owned(self) -> Term:
-        """This term with arrays of their own (not views of a larger buffer)."""
-        if self.seqs.base is None and self.contrib.base is None:
-            return self
-        return Term(self.seqs.copy(), self.contrib.copy(), self.idf)
-
-
 def term_bytes(term: Term | None) -> int:
     if term is None:
         return NO_TERM_BYTES
-    return TERM_OVERHEAD + term.seqs.nbytes + term.contrib.nbytes
+    return TERM_OVERHEAD + term.nbytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,44 +61,6 @@ class State:
     token: Token
     epoch: int
     generation: int
-
-
-def terms_of(
-    row: asyncpg.Record | None, keys: Sequence[int]
-) -> tuple[int, int, dict[int, Term | None]] | None:
-    """The (epoch, generation, terms) of a ``BLOCKS`` row read without filters for the
-    term ``keys``: each key's postings with their contributions, None for a key without
-    postings; None when the row holds no project statistics."""
-    import numpy as np
-
-    if row is None or row["n_docs"] is None:
-        return None
-    epoch, generation = int(row["epoch"]), int(row["generation"])
-    found: dict[int, Term | None] = dict.fromkeys(keys)
-    postings = decoded(row)
-    if postings is None:
-        return epoch, generation, found
-    # Each term's postings: its blocks' slices (grouped by block, not by posting: a common
-    # term has a block in most files), in the row's order.
-    ends = np.cumsum(postings.sizes)
-    starts = ends - postings.sizes
-    order = np.argsort(postings.terms, kind="stable")
-    in_order = postings.terms[order]
-    cuts = np.flatnonzero(in_order[1:] != in_order[:-1]) + 1
-    chunks, contrib, idf_of = postings.chunks, postings.contrib, postings.idf_of
-    for group in np.split(order, cuts):
-        key = int(postings.terms[group[0]])
-        first, last = int(group[0]), int(group[-1])
-        if last - first + 1 == len(group):  # adjacent blocks: one slice
-            part = slice(int(starts[first]), int(ends[last]))
-            found[key] = Term(chunks[part], contrib[part], idf_of[key])
-        else:
-            sizes = postings.sizes[group]
-            # Each posting's index: its block's start, plus its rank within the block.
-            shift = starts[group] - (np.cumsum(sizes) - sizes)
-            idx = np.repeat(shift, sizes) + np.arange(int(sizes.sum()))
-            found[key] = Term(chunks[idx], contrib[idx], idf_of[key])
-    return epoch, generation, found
 
 
 class PostingsCache:
@@ -197,22 +134,6 @@ class PostingsCache:
         return True
 
 
-def combined(
-    terms: Mapping[int, Term | None],
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], float] | None:
-    """The chunks holding any of ``terms``, with their summed BM25 (terms in key order), and
-    the query's BM25 bound; None when no term has postings."""
-    import numpy as np
-
-    present = [(key, t) for key, t in sorted(terms.items()) if t is not None]
-    if not present:
-        return None
-    all_seqs = np.concatenate([t.seqs for _, t in present])
-    all_contrib = np.concatenate([t.contrib for _, t in present])
-    seqs, raw = summed(all_seqs, all_contrib)
-    return seqs, raw, lexical.upper_bound(t.idf for _, t in present)
-
-
 class HeldPostings:
     """``LexicalSearch`` with the postings of the terms searched kept (``PostingsCache``, of
     ``max_postings``) for searches without filters; ``token`` gives the project's change
@@ -243,14 +164,14 @@ class HeldPostings:
         token = await self._token()
         if token is None or filters != NO_FILTERS:
             return await self._inner.search(keys, filters, limit)
-        scored = await self._held_scores(keys, token)
+        scored = await self._held_scores(keys, token, limit)
         if scored is None:
             return [], 0
-        return await self._inner.top(scored, limit), len(scored.seqs)
+        return await self._inner.top(scored, limit), scored.count
 
-    async def _held_scores(self, keys: Sequence[int], token: Token) -> Scored | None:
-        """The scores of the chunks holding a term of ``keys``, from the postings held
-        (those not held read first, in one statement)."""
+    async def _held_scores(self, keys: Sequence[int], token: Token, limit: int) -> Scored | None:
+        """The scores of the chunks holding a term of ``keys`` that may reach the top
+        ``limit``, from the postings held (those not held read first)."""
         postings = self.postings
         held = postings.held(token, keys)
         missing = [k for k in keys if k not in held]
@@ -274,15 +195,10 @@ class HeldPostings:
         if state is None:
             return None
         if sum(t.size for t in held.values() if t is not None) > THREAD_POSTINGS:
-            found = await asyncio.to_thread(combined, held)
-        else:
-            found = combined(held)
-        if found is None:
-            return None
-        seqs, raw, bound = found
-        return Scored(seqs=seqs, raw=raw, bound=bound, epoch=state.epoch)
+            return await asyncio.to_thread(ranked_scores, held, state.epoch, limit)
+        return ranked_scores(held, state.epoch, limit)
 
     async def _read(self, keys: list[int]) -> tuple[int, int, dict[int, Term | None]] | None:
         """The postings of ``keys`` with their contributions, and the project's epoch and
         generation, in one statement (``terms_of``)."""
-        return await decoding(terms_of, await self._inner.read(keys), keys)
+        return await self._inner.read_terms(keys)

@@ -41,6 +41,9 @@ _DELETE_CHUNKS = """
             GROUP BY o.repo_id, o.file_path, o.language, t.term
         ) d
         WHERE p.term = d.term AND p.first = d.first
+    ), logged AS (
+        -- For the packed postings built before this write (see chunk_store.packing).
+        INSERT INTO {s}.packed_gone (seq) SELECT seq FROM old
     ), retired AS (
         -- Keep the vectors of replaced chunks: an edit undone costs no embedding.
         INSERT INTO {s}.embedding_cache (model, content_hash, embedding)
@@ -63,15 +66,19 @@ ADD_COUNTS = Statement(
            chunk_count = chunk_count + $3, vector_count = vector_count + $4
        WHERE id = $1"""
 )
+# Every write moves the generation on, and counts itself among the writes that log what
+# they insert and delete (``logged``: see chunk_store.packing).
 ADD_STATS = Statement(
     """UPDATE {s}.corpus_stats SET n_docs = n_docs + $1, total_len = total_len + $2,
-           n_vectors = n_vectors + $3, generation = generation + 1"""
+           n_vectors = n_vectors + $3, generation = generation + 1, logged = logged + 1"""
 )
 RECOUNT_VECTORS = Statement(
     """UPDATE {s}.corpus_stats SET
            n_vectors = (SELECT count(*) FROM {s}.chunks WHERE embedding IS NOT NULL),
-           generation = generation + 1"""
+           generation = generation + 1, logged = logged + 1"""
 )
+# The seqs of a write's new chunks ($1 to $2, $3 of them), for the packed postings.
+LOG_INSERTS = Statement("INSERT INTO {s}.packed_inserts (lo, hi, n) VALUES ($1, $2, $3)")
 RECOUNT_REPOSITORY_VECTORS = Statement(
     """UPDATE {s}.repositories r SET vector_count = (
            SELECT count(*) FROM {s}.chunks c WHERE c.repo_id = r.id AND c.embedding IS NOT NULL)"""
@@ -132,6 +139,11 @@ class ProjectSession:
         """Delete the file rows of ``paths``; how many there were."""
         result: str = await self.conn.execute(self.sql(DELETE_FILES), repo_id, list(paths))
         return int(result.rsplit(" ", 1)[-1])
+
+    async def log_inserts(self, seqs: Sequence[int]) -> None:
+        """Log the seqs of chunks this transaction inserts (see chunk_store.packing)."""
+        if seqs:
+            await self.conn.execute(self.sql(LOG_INSERTS), min(seqs), max(seqs), len(seqs))
 
     async def add_counts(self, repo_id: str, files: int, chunks: int, vectors: int) -> None:
         """Add to a repository's file, chunk and vector counts."""

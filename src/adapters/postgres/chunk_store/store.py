@@ -33,6 +33,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import (
     ModelGuard,
     StoredDimension,
 )
+from codebase_mcp_search.adapters.postgres.chunk_store.packing import PackConfig, Packing
 from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import HeldPostings
 from codebase_mcp_search.adapters.postgres.chunk_store.repositories import RepositoryReader
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
@@ -46,6 +47,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import HeldLengths
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
 from codebase_mcp_search.adapters.postgres.database import PgDatabase
@@ -99,6 +101,7 @@ class PgChunkStore:
         *,
         ann: AnnConfig | None = None,
         caches: PgCaches | None = None,
+        packing: PackConfig | None = None,
     ) -> None:
         self._db = database
         self._project_id = project_id
@@ -116,7 +119,8 @@ class PgChunkStore:
             if caches.repositories
             else repositories
         )
-        lexical = LexicalSearch(self._session, chunks)
+        self._lengths = HeldLengths(*kept, keep=bool(caches.postings))
+        lexical = LexicalSearch(self._session, chunks, self._lengths)
         self._lexical = (
             HeldPostings(lexical, self._token, caches.postings, *kept)
             if caches.postings
@@ -133,6 +137,7 @@ class PgChunkStore:
         self._models = ModelGuard(KeptDimension(stored) if caches.dimension else stored)
         self._chunks = chunks
         self._segments = Segments(database, project_id, ann)
+        self._packing = Packing(database, project_id, packing or PackConfig())
 
     @property
     def project_id(self) -> str:
@@ -169,13 +174,14 @@ class PgChunkStore:
         return self._db.spawn(self._project_id, work)
 
     def drop_caches(self) -> None:
-        """Forget what this process holds of the project's contents (the chunks read, the
-        terms' postings, the copy of its vectors, the repository list): memory back, or a
-        benchmark's cold start. The filter matches (keyed by the generation every search
+        """Forget what this process holds of the project's contents (chunks, terms' postings,
+        a packed build's lengths, the copy of its vectors, the repository list): memory back,
+        or a benchmark's cold start. The filter matches (keyed by the generation every search
         reads) and the vector dimension stay: they hold a few bytes."""
         for kept in (self._chunks, self._lexical, self._vectors, self._repositories):
             if isinstance(kept, ChunkCache | HeldPostings | VectorCopy | KeptRepositories):
                 kept.clear()
+        self._lengths.clear()
 
     # --- repositories -------------------------------------------------------------------
 
@@ -254,6 +260,7 @@ class PgChunkStore:
                 await conn.copy_records_to_table(
                     "chunks", schema_name=db.schema, columns=CHUNK_COLUMNS, records=rows.chunks
                 )
+                await db.log_inserts(seqs)
                 await conn.copy_records_to_table(
                     "chunk_context",
                     schema_name=db.schema,
@@ -388,6 +395,7 @@ class PgChunkStore:
             yield
 
     async def optimize(self) -> None:
-        """Wait for background ANN builds, then index the tail and merge small segments; after a
-        large load, vacuum and analyse chunks and postings."""
+        """ANN builds waited for, the tail indexed, small segments merged; after a large load
+        chunks and postings vacuumed; then a large project's common terms packed if due."""
         await self._segments.optimize()
+        await self._packing.optimize()
