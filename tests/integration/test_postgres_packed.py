@@ -232,7 +232,7 @@ async def _same_for(stores: dict[str, PgChunkStore], words: str) -> None:
 async def test_an_upgraded_workspace_is_packed_by_its_next_index(
     db: PgDatabase, project: str, twin: str
 ) -> None:
-    """A workspace of version 12 holding an index (no packed tables, no ``logged``): opened
+    """A workspace of version 13 holding an index (no packed tables, no ``logged``): opened
     by this version it is migrated and searched from its blocks; the next index run (nothing
     changed) packs it, and the packed answers are the blocks' answers."""
     files = core_sources()
@@ -244,9 +244,9 @@ async def test_an_upgraded_workspace_is_packed_by_its_next_index(
         for table in ("packed_build", "packed_terms", "packed_inserts", "packed_gone"):
             await conn.execute(f"DROP TABLE {ws.quoted}.{table}")
         await conn.execute(f"ALTER TABLE {ws.quoted}.corpus_stats DROP COLUMN logged")
-        await conn.execute(f"DELETE FROM {ws.quoted}.schema_migrations WHERE version = 13")
+        await conn.execute(f"DELETE FROM {ws.quoted}.schema_migrations WHERE version = 14")
         await conn.execute(
-            "UPDATE codebase_mcp.projects SET schema_version = 12 WHERE id = $1", project
+            "UPDATE codebase_mcp.projects SET schema_version = 13 WHERE id = $1", project
         )
     reopened = PgDatabase(db._url, data_dir=db._data_dir)
     try:
