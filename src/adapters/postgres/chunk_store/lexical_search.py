@@ -64,7 +64,7 @@ class Scored:
     """Every chunk passing the filters that holds a query term, with its raw BM25: numpy
     arrays, or lists (``blocks.plain``), seqs ascending; or, when ``total`` is given (the
     number of chunks holding a term), only those that may reach the top of the search's
-    limit (``terms.ranked``)."""
+    limit (``sums.ranked``)."""
 
     seqs: np.ndarray[Any, Any] | list[int]
     raw: np.ndarray[Any, Any] | list[float]
@@ -239,7 +239,7 @@ def _plain_score(row: asyncpg.Record | None) -> Scored | None:
 
 def _packed_score(row: asyncpg.Record, lengths: Lengths | None, limit: int | None) -> Scored | None:
     """``score`` of a row holding packed terms: their postings corrected (``terms.terms_of``),
-    summed as ``terms.combined`` sums them."""
+    summed as ``sums.combined`` sums them."""
     read = terms_of(row, (), lengths)
     if read is None:
         return None
@@ -248,7 +248,7 @@ def _packed_score(row: asyncpg.Record, lengths: Lengths | None, limit: int | Non
 
 def ranked_scores(terms: Mapping[int, Term | None], epoch: int, limit: int | None) -> Scored | None:
     """The ``Scored`` of ``terms``: every chunk (no ``limit``), or those that may reach the
-    top ``limit`` (``terms.ranked``)."""
+    top ``limit`` (``sums.ranked``)."""
     if limit is None:
         whole = combined(terms)
         if whole is None:

@@ -156,7 +156,7 @@ class Packing:
             for clear in CLEAR:
                 await conn.execute(db.sql(clear))
             postings = 0
-            lengths = Lengths()
+            lengths = SeenLengths()
             for keys in _batches(frequent, config.read_postings):
                 row = await conn.fetchrow(db.sql(BLOCKS_OF), keys)
                 records = await asyncio.to_thread(packed_records, row, lengths)
@@ -194,20 +194,20 @@ def _batches(frequent: list[asyncpg.Record], most: int) -> list[list[int]]:
     return out
 
 
-class Lengths:
-    """The length of each chunk seen by a build, by seq (a dense array: ~4 bytes a seq)."""
+class SeenLengths:
+    """The length of each chunk seen by a build, by seq (a dense array: 4 bytes a seq)."""
 
     def __init__(self) -> None:
         import numpy as np
 
-        self._by_seq = np.zeros(0, dtype=np.int64)
+        self._by_seq = np.zeros(0, dtype=np.int32)
 
     def add(self, seqs: Any, lens: Any) -> None:
         import numpy as np
 
         top = int(seqs.max()) + 1 if len(seqs) else 0
         if top > len(self._by_seq):
-            grown = np.zeros(max(top, 2 * len(self._by_seq)), dtype=np.int64)
+            grown = np.zeros(max(top, 2 * len(self._by_seq)), dtype=np.int32)
             grown[: len(self._by_seq)] = self._by_seq
             self._by_seq = grown
         self._by_seq[seqs] = lens
@@ -223,7 +223,7 @@ class Lengths:
         return pack_lengths(seqs, self._by_seq[seqs])
 
 
-def packed_records(row: asyncpg.Record, lengths: Lengths) -> list[tuple[int, int, bytes]]:
+def packed_records(row: asyncpg.Record, lengths: SeenLengths) -> list[tuple[int, int, bytes]]:
     """The (term, postings, packed value) of each term of a ``BLOCKS_OF`` row; each chunk's
     length goes to ``lengths``."""
     import numpy as np

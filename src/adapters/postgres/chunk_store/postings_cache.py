@@ -42,9 +42,9 @@ from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
-# Bytes a held term costs beyond its arrays' data: the ``Term``, two array headers, its key
+# Bytes a held term costs beyond its arrays' data: the ``Term``, three array headers, its key
 # and dict slot (a term without postings: the key and slot alone).
-TERM_OVERHEAD: Final = 400
+TERM_OVERHEAD: Final = 500
 NO_TERM_BYTES: Final = 120
 
 

@@ -1,4 +1,4 @@
-"""The postings of a search's terms (``Term``), from a row of ``lexical_search.TERMS``
+"""The postings of a search's terms (``Term``), from a row of ``terms_read.TERMS``
 (``terms_of``).
 
 A term is read from its blocks, or, when the project's last packed build holds it, from its
@@ -8,9 +8,10 @@ deleted since (``gone``) are taken out, and the blocks of the chunks inserted si
 blocks of that term) are added, less any chunk the packed value holds already (two writers'
 seqs may interleave: a logged range can hold a chunk of a write the build saw). Chunk rows
 never change, so that is the term's postings now, exactly; its document frequency is their
-number. A term keeps each posting's frequency and chunk length, and computes contributions
-(``blocks.contributions``) only where a sum needs them (``sums``): the same floats whichever
-postings are asked for.
+number. A filtered search then cuts it to the chunks passing the filter (the row's
+``matches``), its idf the project's, as the blocks of a filter give it. A term keeps each
+posting's frequency and chunk length, and computes contributions (``blocks.contributions``)
+only where a sum needs them (``sums``): the same floats whichever postings are asked for.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ class HeldLengths:
 
 
 class Read(Mapping[str, Any]):
-    """A ``lexical_search.TERMS`` row with the packed values of its packed terms (``p_data``,
+    """A ``terms_read.TERMS`` row with the packed values of its packed terms (``p_data``,
     in the order of ``p_terms``), read by a statement of their own."""
 
     def __init__(self, row: asyncpg.Record, data: Mapping[int, bytes]) -> None:
