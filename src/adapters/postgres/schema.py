@@ -356,22 +356,21 @@ CREATE INDEX chunks_unvectored ON {s}.chunks (seq) INCLUDE (repo_id) WHERE embed
     ),
     (
         13,
-        # The version of the lexical analyser each repository's postings were derived by
-        # (core.lexical.ANALYSER_VERSION). Rows written before this step hold version 1's: the
-        # next index run of such a repository derives every file's terms again.
+        # The lexical analyser's version of each repository's postings (core.lexical): rows
+        # from before hold version 1's, and their next index run derives every file again.
         Statement("""
 ALTER TABLE {s}.repositories ADD COLUMN analyser_version int NOT NULL DEFAULT 1;
 """),
     ),
     (
         14,
-        # Packed postings (adapters.postgres.packed): the postings of each term common enough
-        # to be costly in blocks, in one value, written by ``optimize``
-        # (chunk_store.packing) from one snapshot of the blocks. The writes since are logged
-        # beside them: the seq ranges of chunks inserted, the seqs of chunks deleted (rows
-        # never change, so these two correct a packed term exactly). Every write of this
-        # version counts itself in ``logged`` as it moves the generation on: a write by a
-        # version that does not log moves ``generation - logged`` and voids the build.
+        # Packed postings (adapters.postgres.packed): the postings of each term common enough to
+        # be costly in blocks, in one value, written by ``optimize`` (chunk_store.packing)
+        # from one snapshot of the blocks. The writes since are logged beside them: the seq
+        # ranges of chunks inserted, the seqs of chunks deleted (rows never change, so these
+        # two correct a packed term exactly). Every write of this version counts itself in
+        # ``logged`` as it moves the generation on: a write by a version that does not log
+        # moves ``generation - logged`` and voids the build.
         Statement("""
 ALTER TABLE {s}.corpus_stats ADD COLUMN logged bigint NOT NULL DEFAULT 0;
 -- build: the id of the build's transaction (a process keeps its lengths by it); lengths:

@@ -108,8 +108,7 @@ class PgChunkStore:
         ann = ann or AnnConfig()
         self.caches = caches = caches or PgCaches()
         """What this store keeps in the process, by budget."""
-        # Each component plain, with its cache layered on top unless its budget is 0; every
-        # cache accounts its bytes to the process's ledger, under this project.
+        # Each component with its cache on top unless its budget is 0 (bytes to the ledger).
         kept = (database.cache_ledger, project_id)
         reader = ChunkReader()
         chunks = ChunkCache(reader, caches.chunk_chars, *kept) if caches.chunk_chars else reader
