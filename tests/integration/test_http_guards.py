@@ -159,7 +159,15 @@ def _raw_post(port: int, head: bytes, body_pieces: int = 0) -> bytes:
         except OSError:
             pass
         conn.settimeout(10)
-        return conn.recv(400)
+        # The answer may come in several segments (its head, then its body): read until the
+        # server closes (it answers "connection: close") or enough has come.
+        answer = b""
+        try:
+            while len(answer) < 400 and (more := conn.recv(400 - len(answer))):
+                answer += more
+        except OSError:
+            pass
+        return answer
 
 
 @pytest.mark.parametrize("server", ["http+token"], indirect=True)
