@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -38,6 +39,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +173,17 @@ async def _measure(
             if not call.done():
                 call.cancel()
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
     return out
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if the process has not ended within a minute."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 async def _kill_and_restart(
@@ -224,32 +231,41 @@ async def _kill_and_restart(
     }
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="codebase-mcp-searchable-"))
+@contextlib.contextmanager
+def fresh_home(
+    prefix: str, embedder: str, pythonpath: str | None
+) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A temporary folder holding an empty data directory (``data``), and the environment of a
+    user with nothing configured but that directory and ``embedder`` (this process's
+    ``CODEBASE_MCP_*`` settings and ``DATABASE_URL`` left out); ``pythonpath`` runs another
+    checkout. The embedded server is stopped and the folder removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        root, names = _unpack(args.workload, tmp / "work", args.probes)
         env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith("CODEBASE_MCP_") and k not in ("DATABASE_URL", "PYTHONPATH")
         }
-        env.update(
-            CODEBASE_MCP_DATA_DIR=str(tmp / "data"),
-            CODEBASE_MCP_EMBEDDER=args.embedder,
-            _PORT=str(args.port),
-        )
-        if args.pythonpath:
-            env["PYTHONPATH"] = args.pythonpath
+        env.update(CODEBASE_MCP_DATA_DIR=str(tmp / "data"), CODEBASE_MCP_EMBEDDER=embedder)
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath
         (tmp / "data").mkdir()
-        result = await _measure(args, env, root, names)
-        result["version"] = args.pythonpath or "this checkout"
-        return result
+        yield tmp, env
     finally:
         from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
 
         for pgdata in (tmp / "data").rglob("postgresql.conf"):
             stop_embedded(pgdata.parent)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with fresh_home("codebase-mcp-searchable-", args.embedder, args.pythonpath) as (tmp, env):
+        root, names = _unpack(args.workload, tmp / "work", args.probes)
+        env["_PORT"] = str(args.port)
+        result = await _measure(args, env, root, names)
+        result["version"] = args.pythonpath or "this checkout"
+        return result
 
 
 def main() -> None:

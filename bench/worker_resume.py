@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import signal
 import subprocess
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.mcp_load import _cli
 from bench.retrieval import emit
-from bench.searchable import TERMINAL, WORKLOAD
+from bench.searchable import TERMINAL, WORKLOAD, fresh_home, stop
 
 POLL_S = 0.5
 
@@ -107,38 +104,18 @@ def measure(args: argparse.Namespace, env: dict[str, str], root: Path) -> dict[s
             semantic_complete_s=round(time.perf_counter() - first, 2),
         )
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop(worker)
     return out
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="codebase-mcp-worker-resume-"))
-    try:
+    with fresh_home("codebase-mcp-worker-resume-", args.embedder, args.pythonpath) as (tmp, env):
         with tarfile.open(args.workload) as tar:
             tar.extractall(tmp / "work", filter="data")
         root = next(p for p in (tmp / "work").iterdir() if p.is_dir())
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("CODEBASE_MCP_") and k not in ("DATABASE_URL", "PYTHONPATH")
-        }
-        env.update(CODEBASE_MCP_DATA_DIR=str(tmp / "data"), CODEBASE_MCP_EMBEDDER=args.embedder)
-        if args.pythonpath:
-            env["PYTHONPATH"] = args.pythonpath
-        (tmp / "data").mkdir()
         result = measure(args, env, root)
         result["version"] = args.pythonpath or "this checkout"
         return result
-    finally:
-        from codebase_mcp_search.adapters.postgres.embedded import stop_embedded
-
-        for pgdata in (tmp / "data").rglob("postgresql.conf"):
-            stop_embedded(pgdata.parent)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
