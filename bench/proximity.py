@@ -1,27 +1,24 @@
-"""Query words found together, measured two ways (issue 36, round five).
+"""Query words found together, in the index (issue 36, round five).
 
 BM25 scores a bag of words: a chunk saying ``event_loop`` and one saying "event" in a comment
-and "loop" fifty lines on score alike for "event loop". Two candidates give it the evidence:
+and "loop" fifty lines on score alike for "event loop". The query's *pairs* are its adjacent
+words, split as the analyser splits identifiers (stop words and language names dropped).
 
-- ``rerank``: a gain in the ranking stack for candidates holding the query's adjacent word
-  pairs within a window of their text (``core.ranking.proximity``; ``proximity_boost``,
-  ``proximity_window``), scored by ``bench.replay``'s recordings through the real
-  ``SearchService``; no index change.
-- ``pairs``: each two adjacent words of a chunk's content (identifier-split, as the analyser
-  splits them) as one more term, in a field of its own weighed ``w`` (its frequency times
-  ``w``, as ``lexical.Fields`` weighs a field), and the query's adjacent pairs as query terms:
-  every recorded lexical list rebuilt from the recordings' chunks as ``bench.lexical_fields``
-  rebuilds them, then scored the same way. Reports the postings the pair terms add. And
-  (``--joined``, no index change) the query's pairs joined into the term the analyser
-  already derives from a whole identifier (``event loop`` -> ``eventloop``, as from
-  ``event_loop`` or ``EventLoop``), an extra query term scored times its weight.
+- ``--weights``: each two adjacent words of a chunk's content (identifier-split) as one more
+  term, in a field of its own weighed ``w`` (its frequency times ``w``, as ``lexical.Fields``
+  weighs a field), and the query's pairs as query terms. Reports the postings they add.
+- ``--joined`` (no index change): the query's pairs joined into the term the analyser already
+  derives from a whole identifier (``event loop`` -> ``eventloop``, as from ``event_loop`` or
+  ``EventLoop``), an extra query term scored times its weight.
 
-Each grid is cross-validated as ``bench.fit_ranker`` does (leave one of the 18 groups out; a
-configuration admissible only if no eval block is below today's in hybrid or lexical mode).
+Every recorded lexical list is rebuilt from the recordings' chunks as ``bench.lexical_fields``
+rebuilds them (weight 0 reproduces the recorded lists exactly), the three evals are scored
+through the real ``SearchService``, and the grid is cross-validated as ``bench.fit_ranker``
+does (leave one of the 18 groups out; a configuration admissible only if no eval block is
+below today's in hybrid or lexical mode). The ranking-side gain measured beside it (bench/
+README.md, round five) is in the branch's history, not here: it was not kept.
 
-    python -m bench.proximity rerank --dir DIR [--boosts 0.1,0.2,0.3] [--windows 0,1,3]
-        [--extra '[{"proximity_boost": 0.2, "proximity_per_file": true}]'] [--out FILE]
-    python -m bench.proximity pairs --dir DIR [--weights 0.25,0.5,1] [--joined 0.5,1]
+    python -m bench.proximity --dir DIR [--weights 0.25,0.5,1] [--joined 0.25,0.5,1]
         [--out FILE]
 """
 
@@ -31,6 +28,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -43,9 +41,33 @@ from bench.retrieval import Variant
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk
 from codebase_mcp_search.core.ranking import RankingConfig
-from codebase_mcp_search.core.ranking.proximity import query_pairs
 
 MODES = ("hybrid", "lexical", "semantic")
+Pair = tuple[str, str]
+# A word's parts, as the analyser splits identifiers (``lexical._PARTS``).
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def word_parts(text: str) -> list[tuple[str, ...]]:
+    """Each word of ``text`` as its parts analysed (``get_user_name`` -> ``("get", "user",
+    "name")``, without the whole identifier's term); words with no part kept are left out."""
+    out = []
+    for word in re.findall(r"[A-Za-z0-9]+", text):
+        parts = tuple(t for part in _PARTS.findall(word) for t in lexical.analyse(part))
+        if parts:
+            out.append(parts)
+    return out
+
+
+def query_pairs(text: str) -> tuple[Pair, ...]:
+    """The query's adjacent words (analysed parts, without language names), each pair once
+    in either order, first seen first; a word repeated next to itself is no pair."""
+    parts = [p for w in word_parts(text) for p in w if p not in lexical.LANGUAGE_WORDS]
+    pairs: dict[Pair, None] = {}
+    for a, b in itertools.pairwise(parts):
+        if a != b and (b, a) not in pairs:
+            pairs[(a, b)] = None
+    return tuple(pairs)
 
 
 async def evaluate(
@@ -77,7 +99,7 @@ def pair_term(a: str, b: str) -> str:
 
 def content_pairs(content: str) -> Counter[str]:
     """The adjacent words of ``content``'s analysed parts, as terms with their counts."""
-    parts = [p for w in lexical.word_parts(content) for p in w]
+    parts = [p for w in word_parts(content) for p in w]
     return Counter(pair_term(a, b) for a, b in itertools.pairwise(parts) if a != b)
 
 
@@ -176,32 +198,6 @@ def _row(configs: dict[str, Any], r: dict[str, dict[str, list[float]]], started:
     print(f"{configs} {json.dumps(row)} ({time.perf_counter() - started:.0f} s)", flush=True)
 
 
-def run_rerank(
-    datas: dict[str, dict[str, Any]],
-    boosts: list[float],
-    windows: list[int],
-    extra: list[dict[str, Any]],
-) -> Any:
-    configs: list[dict[str, Any]] = [{"proximity_boost": 0.0}]
-    configs += [
-        {"proximity_boost": b, "proximity_window": w}
-        for w, b in itertools.product(windows, boosts)
-        if b > 0
-    ]
-    configs += extra
-    results: list[dict[str, dict[str, list[float]]]] = []
-    semantic: dict[str, list[float]] = {}
-    for c in configs:
-        started = time.perf_counter()
-        v = Variant(RankingConfig(**c), {})
-        r = asyncio.run(evaluate(datas, v, MODES if not results else ("hybrid", "lexical")))
-        semantic = semantic or r["semantic"]
-        r.setdefault("semantic", semantic)
-        results.append(r)
-        _row(c, r, started)
-    return _report(configs, results)
-
-
 def run_pairs(datas: dict[str, dict[str, Any]], weights: list[float], joined: list[float]) -> Any:
     configs: list[dict[str, Any]] = [{"pair_weight": 0.0, "joined_weight": 0.0}]
     configs += [{"pair_weight": w, "joined_weight": 0.0} for w in weights if w > 0]
@@ -231,29 +227,17 @@ def run_pairs(datas: dict[str, dict[str, Any]], weights: list[float], joined: li
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("what", choices=["rerank", "pairs"])
     p.add_argument("--dir", required=True)
-    p.add_argument("--boosts", default="0.1,0.2,0.3,0.5")
-    p.add_argument("--windows", default="0,1,3")
-    p.add_argument("--extra", default="[]", help="JSON list of further RankingConfig fields")
     p.add_argument("--weights", default="0.25,0.5,1", help="pair terms' field weights")
-    p.add_argument("--joined", default="0.5,1", help="joined pair terms' query weights")
+    p.add_argument("--joined", default="0.25,0.5,1", help="joined pair terms' query weights")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     datas = lexical_fields._load(args.dir)
-    if args.what == "rerank":
-        report = run_rerank(
-            datas,
-            [float(b) for b in args.boosts.split(",")],
-            [int(w) for w in args.windows.split(",")],
-            json.loads(args.extra),
-        )
-    else:
-        report = run_pairs(
-            datas,
-            [float(w) for w in args.weights.split(",") if w],
-            [float(w) for w in args.joined.split(",") if w],
-        )
+    report = run_pairs(
+        datas,
+        [float(w) for w in args.weights.split(",") if w],
+        [float(w) for w in args.joined.split(",") if w],
+    )
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:

@@ -201,9 +201,6 @@ RANK_COHERENCE_REST_SHARE: Final = 1.0
 RANK_REFERENCE_BOOST: Final = 0.2
 RANK_REFERENCE_MAX_WORDS: Final = 8
 RANK_REFERENCE_WORDS: Final = 4
-# Query words found together in a candidate (issue 36, round five; bench/README.md).
-RANK_PROXIMITY_BOOST: Final = 0.0
-RANK_PROXIMITY_WINDOW: Final = 1
 RANK_TEST_PRIOR: Final = 0.3
 RANK_EXAMPLE_PRIOR: Final = 0.3
 RANK_DOC_PRIOR: Final = 0.5

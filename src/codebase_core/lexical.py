@@ -97,32 +97,6 @@ def analyse(text: str) -> list[str]:
     return terms
 
 
-# Each word's parts without the whole identifier (``word_parts``), memoised as ``_WORD_CACHE``.
-_PARTS_CACHE: dict[bytes, tuple[str, ...]] = {}
-
-
-def _parts_of(word: str) -> tuple[str, ...]:
-    return tuple(_stem(p) for part in _PARTS.findall(word) if _keep(p := part.lower()))
-
-
-def word_parts(text: str) -> list[tuple[str, ...]]:
-    """Each word of ``text`` in order, as its parts analysed as ``analyse`` analyses them
-    but without the whole identifier (``get_user_name`` -> ``("get", "user", "name")``); a
-    word without a part kept (a stop word, one letter) is left out. Which words stand next to
-    which, and inside one identifier, for ``ranking.proximity``."""
-    out: list[tuple[str, ...]] = []
-    cache = _PARTS_CACHE
-    for word in text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split():
-        found = cache.get(word)
-        if found is None:
-            if len(cache) >= _WORD_CACHE_SIZE:
-                cache.clear()
-            found = cache[word] = _parts_of(word.decode("ascii"))
-        if found:
-            out.append(found)
-    return out
-
-
 @functools.lru_cache(maxsize=4096)
 def analysed(text: str) -> tuple[str, ...]:
     """``analyse(text)``, remembered for the last 4,096 texts: indexing analyses every chunk

@@ -80,17 +80,6 @@ class RankingConfig(BaseModel):
     reference_boost: float = Field(default=defaults.RANK_REFERENCE_BOOST, ge=0.0)
     reference_max_words: int = Field(default=defaults.RANK_REFERENCE_MAX_WORDS, ge=0)
     reference_words: int = Field(default=defaults.RANK_REFERENCE_WORDS, ge=0)
-    # Added, times the share of the query's adjacent word pairs whose two words stand within
-    # ``proximity_window`` words of each other in the chunk (0: inside one identifier), for a
-    # question in words (``ranking.proximity``). 0: off.
-    proximity_boost: float = Field(default=defaults.RANK_PROXIMITY_BOOST, ge=0.0)
-    proximity_window: int = Field(default=defaults.RANK_PROXIMITY_WINDOW, ge=0)
-    # Measured variants (bench/proximity.py): the file's best share to each of its chunks;
-    # the gain times the chunk's retrieval score; the gain only where the candidates' scores
-    # are BM25's alone (lexical mode, or hybrid when the semantic list abstains).
-    proximity_per_file: bool = False
-    proximity_scaled: bool = False
-    proximity_lexical_only: bool = False
     # A chunk with almost nothing in it (a lone heading, an anchor, a closing brace).
     trivial_prior: float = Field(default=defaults.RANK_TRIVIAL_PRIOR, gt=0.0, le=1.0)
     # A chunk that carries no behaviour (a marker or one-line type, a bare type header, an

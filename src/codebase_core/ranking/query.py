@@ -16,7 +16,6 @@ from enum import StrEnum
 
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import last_name
-from codebase_mcp_search.core.ranking.proximity import query_pairs
 
 # One identifier, or several joined by a qualifier (:: . -> \ #), with optional call parens.
 _QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|\.|->|\\|#)[A-Za-z_$][\w$]*)*[!?]?(?:\(\))?")
@@ -53,8 +52,6 @@ class QueryProfile:
     """The query's lower-cased words as typed, for the priors' exemptions."""
     tokens: tuple[str, ...] = ()
     """The query's whitespace-separated words, stripped of punctuation around them."""
-    pairs: tuple[tuple[str, str], ...] = ()
-    """The query's adjacent words as analysed (``proximity.query_pairs``)."""
 
     @property
     def is_symbol(self) -> bool:
@@ -77,13 +74,12 @@ def analyse_query(text: str) -> QueryProfile:
     tokens = stripped.split()
     words = frozenset(re.findall(r"[a-z0-9]+", stripped.lower()))
     terms = tuple(lexical.query_terms(stripped))
-    pairs = query_pairs(stripped)
     bare_tokens = tuple(b for b in (t.strip("`'\",;:()[]{}<>?!.") for t in tokens) if b)
     if len(tokens) == 1 and _is_name(tokens[0], alone=True):
         whole = tokens[0].removesuffix("()")
         part = last_name(whole)
         names = (part,) if part == whole else (part, whole)
-        return QueryProfile(QueryKind.SYMBOL, names, terms, words, bare_tokens, pairs)
+        return QueryProfile(QueryKind.SYMBOL, names, terms, words, bare_tokens)
     found: list[str] = []
     for token in tokens:
         bare = token.strip("`'\",;:()[]{}<>?!")
@@ -91,4 +87,4 @@ def analyse_query(text: str) -> QueryProfile:
             part = last_name(bare)
             if len(part) > 2 and part not in found:
                 found.append(part)
-    return QueryProfile(QueryKind.NATURAL, tuple(found), terms, words, bare_tokens, pairs)
+    return QueryProfile(QueryKind.NATURAL, tuple(found), terms, words, bare_tokens)

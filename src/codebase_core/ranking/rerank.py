@@ -64,7 +64,6 @@ from codebase_mcp_search.core.ranking.path_words import (
     stem_gains,
 )
 from codebase_mcp_search.core.ranking.paths import FileRole
-from codebase_mcp_search.core.ranking.proximity import proximity_shares
 from codebase_mcp_search.core.ranking.query import (
     COMPAT_WORDS,
     DOC_WORDS,
@@ -195,7 +194,6 @@ def ceiling(config: RankingConfig) -> float:
         + config.path_boost
         + config.stem_boost
         + config.reference_boost
-        + config.proximity_boost
     )
 
 
@@ -288,19 +286,6 @@ def rerank(
     if profile.names and config.definition_boost > 0:
         for cid, g in definition_gains(chunks, profile, config).items():
             gain[cid] += g
-    if config.proximity_boost > 0 and not profile.is_symbol:
-        shares = proximity_shares(chunks, profile.pairs, config.proximity_window)
-        if config.proximity_per_file:
-            by_file: dict[str, float] = {}
-            for cid, share in shares.items():
-                f = chunks[cid].file_path
-                by_file[f] = max(by_file.get(f, 0.0), share)
-            for f, share in by_file.items():
-                path_gain[f] = path_gain.get(f, 0.0) + config.proximity_boost * share
-        else:
-            for cid, share in shares.items():
-                scale = base[cid] if config.proximity_scaled else 1.0
-                gain[cid] += config.proximity_boost * share * scale
     bound = ceiling(config)
     factors = role_factors(profile, config)
     trivial = config.trivial_prior

@@ -149,17 +149,13 @@ class SearchService:
             scope, (lexical_hits, lex_total) = await together(
                 self._scope(query), self._sparse(query.text, query.filters, depth)
             )
-        # Whether the candidates' scores are BM25's alone (no model's evidence in them).
-        bag_of_words = False
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare.
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
-            bag_of_words = True
         elif mode is SearchMode.HYBRID:
             if abstains(dense.hits, lexical_hits, fusion):
                 # The model separates nothing among its candidates: ranked as lexical is.
                 ranked = lexical_led(dense.hits, lexical_hits)
-                bag_of_words = True
             else:
                 unvectored = await self._unvectored(scope, lexical_hits)
                 ranked = fuse(dense.hits, lexical_hits, fusion, unvectored)
@@ -183,8 +179,6 @@ class SearchService:
                 found = await self._store.definitions(
                     profile.names, query.filters, DEFINITIONS_LOOKED_UP
                 )
-            if ranking.proximity_lexical_only and not bag_of_words:
-                ranking = ranking.model_copy(update={"proximity_boost": 0.0})
             ranked = rerank(ranked, profile, ranking, found)
         hits = await build_hits(
             self._store, self._source, collapse(ranked, query.limit), scope.by_id()
