@@ -112,9 +112,10 @@ def _load(directory: str) -> dict[str, dict[str, Any]]:
 
 
 def check(datas: dict[str, dict[str, Any]]) -> None:
-    """Today's fields rebuild every recorded list exactly (ids and scores)."""
+    """The shipped fields (``lexical.FIELDS``) rebuild every recorded list exactly (ids and
+    scores)."""
     for name, data in datas.items():
-        new = rebuild(data, lexical.Fields())["lexical"]
+        new = rebuild(data, lexical.FIELDS)["lexical"]
         for key, (hits, total) in data["lexical"].items():
             got, got_total = new[key]
             if [(h.chunk.id, h.score) for h in hits] != [
@@ -137,7 +138,7 @@ def main() -> None:
     if args.check:
         check(datas)
         return
-    today = lexical.Fields()
+    today = lexical.FIELDS
     grid = [today] + [
         f
         for path, symbol, doc in itertools.product(
