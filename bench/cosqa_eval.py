@@ -8,7 +8,7 @@ longer than it (so a merged bundle or a whole class does not count for one small
 
     python -m bench.cosqa_eval [--embedder none|hash|onnx|local] [--modes lexical,semantic,hybrid]
                                [--data ../shared/bench/cosqa] [--out bench/results/cosqa.json]
-                               [--variants JSON] [--max-tokens N]
+                               [--variants JSON] [--context path|path_symbol] [--max-tokens N]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import context_text
 from bench.harness import open_bench
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
 from codebase_mcp_search.entrypoints.settings import Settings
@@ -112,6 +113,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         **metrics(ranks),
                         "latency_ms_p50": round(statistics.median(latencies), 2),
                     }
+    if args.context:
+        out["context"] = args.context
+        out["context_embedding"] = context_text.summary()
     return out
 
 
@@ -125,8 +129,15 @@ def main() -> None:
     p.add_argument(
         "--max-tokens", type=int, default=None, help="the ONNX model's token budget per chunk"
     )
+    p.add_argument(
+        "--context",
+        default=None,
+        choices=sorted(context_text.VARIANTS),
+        help="embed a header (path, or path and symbol) before each chunk's text",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    context_text.install(args.context)
     if not (Path(args.data) / "code_idx_map.txt").exists():
         sys.exit(f"CoSQA data not found in {args.data} (expected ../shared/bench/cosqa)")
     emit(asyncio.run(run(args)), args.out)

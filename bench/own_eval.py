@@ -5,7 +5,7 @@ the gold line ranges depend on them), copied to a temporary repository and index
 project's own pipeline. Scoring is the same as for CoSQA (bench/retrieval.py).
 
     python -m bench.own_eval [--embedder none|hash|onnx|local] [--modes lexical] [--out FILE]
-                             [--variants JSON] [--show-misses]
+                             [--variants JSON] [--context path|path_symbol] [--show-misses]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench import context_text
 from bench.harness import open_bench
 from bench.retrieval import emit, metrics, rank_of, ranked_search, ranking_variants
 from codebase_mcp_search.entrypoints.settings import Settings
@@ -66,6 +67,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     }
                     if args.show_misses:
                         out[key]["misses"] = misses
+    if args.context:
+        out["context"] = args.context
+        out["context_embedding"] = context_text.summary()
     return out
 
 
@@ -75,8 +79,15 @@ def main() -> None:
     p.add_argument("--modes", default="lexical")
     p.add_argument("--show-misses", action="store_true")
     p.add_argument("--variants", default=None, help="ranking variants, JSON {name: {field: value}}")
+    p.add_argument(
+        "--context",
+        default=None,
+        choices=sorted(context_text.VARIANTS),
+        help="embed a header (path, or path and symbol) before each chunk's text",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    context_text.install(args.context)
     emit(asyncio.run(run(args)), args.out)
 
 

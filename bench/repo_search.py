@@ -18,7 +18,10 @@ the ONNX token budget in the file's name), so a re-run embeds only new chunk tex
     python -m bench.repo_search [--embedder onnx|none|...] [--modes lexical,hybrid]
         [--max-tokens N]
         [--repos fastapi,gin] [--bench-dir ../shared/bench/repo-search] [--out FILE]
-        [--ablate] [--variants JSON] [--show-misses]
+        [--ablate] [--variants JSON] [--show-misses] [--context path|path_symbol]
+
+``--context`` embeds a header (the chunk's path, or path and symbol) before each chunk's text
+(bench/context_text.py), its vectors cached in a file of their own.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import context_text
 from bench.harness import Bench, open_bench
 from bench.retrieval import Variant, emit, ranking_variants
 from codebase_mcp_search.core.models import Chunk, SearchHit, SearchMode, SearchQuery
@@ -151,8 +155,14 @@ async def _seed_vectors(bench: Bench, cache_file: Path) -> None:
         await bench.store.cache_embeddings(*cached)
 
 
-async def _save_vectors(bench: Bench, cache_file: Path, repo_id: str, model: str) -> None:
-    hashes = sorted({c.content_hash for c in await bench.store.chunks(repo_id)})
+async def _save_vectors(
+    bench: Bench, cache_file: Path, repo_id: str, model: str, context: str | None = None
+) -> None:
+    chunks = await bench.store.chunks(repo_id)
+    if context:
+        hashes = sorted({context_text.key(context, c) for c in chunks})
+    else:
+        hashes = sorted({c.content_hash for c in chunks})
     found = await bench.store.cached_embeddings(model, hashes)
     if found:
         await asyncio.to_thread(_write_cache, cache_file, model, found)
@@ -170,7 +180,8 @@ async def run_repo(
     settings = Settings(store="memory", embedder=args.embedder, onnx_max_tokens=args.max_tokens)
     # The budget changes the vectors but not the model's name: a cache of its own.
     budget = f"_t{args.max_tokens}" if args.max_tokens else ""
-    cache_file = CACHE / f"repo_search_{args.embedder}{budget}_{spec['name']}.npz"
+    ctx = f"_ctx-{args.context}" if args.context else ""
+    cache_file = CACHE / f"repo_search_{args.embedder}{budget}{ctx}_{spec['name']}.npz"
     async with open_bench(settings) as bench:
         cb = bench.codebase
         await _seed_vectors(bench, cache_file)
@@ -179,7 +190,7 @@ async def run_repo(
         index_s = time.perf_counter() - started
         repo = await cb.repository(indexed.repository_id)
         if repo.embedding_model:
-            await _save_vectors(bench, cache_file, repo.id, repo.embedding_model)
+            await _save_vectors(bench, cache_file, repo.id, repo.embedding_model, args.context)
         chunks = await cb.chunks(repo.id)
         out: dict[str, Any] = {
             "chunks": len(chunks),
@@ -255,6 +266,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {
         "embedder": args.embedder,
         "onnx_max_tokens": args.max_tokens,
+        "context": args.context,
+        "context_embedding": context_text.summary() if args.context else None,
         "repositories": len(per_repo),
         "queries": sum(len(next(iter(r[k] for k in r if "/" in k))) for r in per_repo.values()),
         "published_dev_half": PUBLISHED,
@@ -287,8 +300,15 @@ def main() -> None:
         "--variants", default=None, help='more configurations: {"name": {field: value}, ...}'
     )
     p.add_argument("--show-misses", action="store_true")
+    p.add_argument(
+        "--context",
+        default=None,
+        choices=sorted(context_text.VARIANTS),
+        help="embed a header (path, or path and symbol) before each chunk's text",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    context_text.install(args.context)
     if "lexical" in args.modes and args.embedder != "none" and args.modes == ["lexical"]:
         args.embedder = "none"  # a lexical-only run needs no model
     emit(asyncio.run(run(args)), args.out)
