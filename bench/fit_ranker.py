@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from bench import replay
-from bench.retrieval import Variant
+from bench.retrieval import Variant, emit
 from codebase_mcp_search.core.ranking import RankingConfig
 
 # The shipped weights before the fit, the centre of the pool; ``fusion.`` ones are
@@ -327,10 +327,7 @@ def main() -> None:
         "configurations": len(everything),
         **cross_validate(everything, scores, groups, allowed),
     }
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import itertools
 import json
 import pickle
 import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,37 +41,68 @@ from codebase_mcp_search.core.ranking import RankingConfig
 MODES = ("hybrid", "lexical", "semantic")
 
 
+def index_of(
+    chunks: Iterable[Any], terms_of: Callable[[Any], Mapping[str, int]]
+) -> tuple[dict[str, dict[str, int]], dict[str, int], dict[str, Any]]:
+    """Postings (term -> chunk id -> frequency), document lengths and chunks by id of
+    ``chunks`` under the analysis ``terms_of``."""
+    postings: dict[str, dict[str, int]] = {}
+    doc_len: dict[str, int] = {}
+    by_id = {}
+    for c in chunks:
+        by_id[c.id] = c
+        terms = terms_of(c)
+        for t, tf in terms.items():
+            postings.setdefault(t, {})[c.id] = tf
+        doc_len[c.id] = sum(terms.values())
+    return postings, doc_len, by_id
+
+
+def sums(
+    idfs: Mapping[str, float],
+    postings: dict[str, dict[str, int]],
+    doc_len: dict[str, int],
+    avg: float,
+) -> dict[str, float]:
+    """Each matching chunk's raw BM25 over the query terms weighed ``idfs``."""
+    raw: dict[str, float] = {}
+    for t, w in idfs.items():
+        for cid, tf in postings[t].items():
+            raw[cid] = raw.get(cid, 0.0) + lexical.term_score(tf, doc_len[cid], avg, w)
+    return raw
+
+
+def ranked(
+    raw: dict[str, float], bound: float, by_id: dict[str, Any], filters: Any
+) -> tuple[list[ScoredChunk], int]:
+    """A rebuilt lexical list as the store answers it: the chunks ``filters`` admits, scored
+    ``raw / bound`` (``lexical.normalised``), best first, ties by path and line; the first
+    ``replay.DEPTH`` with the number matched."""
+    matched = [
+        (by_id[cid], lexical.normalised(s, bound))
+        for cid, s in raw.items()
+        if filters.matches(by_id[cid])
+    ]
+    matched.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
+    return [ScoredChunk(c, s) for c, s in matched[: replay.DEPTH]], len(matched)
+
+
 def rebuild(data: dict[str, Any], fields: lexical.Fields) -> dict[str, Any]:
     """``data`` (a recording) with every lexical list recomputed under ``fields``, to the
     recorded depth: BM25 as ``InMemoryChunkStore.lexical_search`` computes it, over every
     chunk of the recording."""
-    postings: dict[str, dict[str, int]] = {}
-    doc_len: dict[str, int] = {}
-    by_id = {}
-    for c in data["chunks"]:
-        by_id[c.id] = c
-        terms = lexical.document_terms(c.content, c.file_path, c.symbol, fields)
-        for t, tf in terms.items():
-            postings.setdefault(t, {})[c.id] = tf
-        doc_len[c.id] = sum(terms.values())
+    postings, doc_len, by_id = index_of(
+        data["chunks"],
+        lambda c: lexical.document_terms(c.content, c.file_path, c.symbol, fields),
+    )
     n = len(doc_len)
     avg = sum(doc_len.values()) / n
     lists = {}
     for key in data["lexical"]:
         terms, filters = key
         idfs = {t: lexical.idf(n, len(postings[t])) for t in dict.fromkeys(terms) if t in postings}
-        raw: dict[str, float] = {}
-        for t, w in idfs.items():
-            for cid, tf in postings[t].items():
-                raw[cid] = raw.get(cid, 0.0) + lexical.term_score(tf, doc_len[cid], avg, w)
-        bound = lexical.upper_bound(idfs.values())
-        matched = [
-            (by_id[cid], lexical.normalised(s, bound))
-            for cid, s in raw.items()
-            if filters.matches(by_id[cid])
-        ]
-        matched.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-        lists[key] = ([ScoredChunk(c, s) for c, s in matched[: replay.DEPTH]], len(matched))
+        raw = sums(idfs, postings, doc_len, avg)
+        lists[key] = ranked(raw, lexical.upper_bound(idfs.values()), by_id, filters)
     return {**data, "lexical": lists}
 
 
@@ -111,11 +143,14 @@ def _load(directory: str) -> dict[str, dict[str, Any]]:
     return datas
 
 
-def check(datas: dict[str, dict[str, Any]]) -> None:
-    """The shipped fields (``lexical.FIELDS``) rebuild every recorded list exactly (ids and
-    scores)."""
+def check(
+    datas: dict[str, dict[str, Any]],
+    rebuilt: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> None:
+    """Every recorded list is rebuilt exactly (ids and scores) by ``rebuilt`` (default: the
+    shipped fields, ``lexical.FIELDS``); else exits naming the first that differs."""
     for name, data in datas.items():
-        new = rebuild(data, lexical.FIELDS)["lexical"]
+        new = (rebuilt or (lambda d: rebuild(d, lexical.FIELDS)))(data)["lexical"]
         for key, (hits, total) in data["lexical"].items():
             got, got_total = new[key]
             if [(h.chunk.id, h.score) for h in hits] != [

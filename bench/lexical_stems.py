@@ -42,14 +42,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, lexical_fields, replay
+from bench import fit_ranker, lexical_fields
+from bench.retrieval import emit
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import ScoredChunk
 
 MODES = ("hybrid", "lexical", "semantic")
 STEM_PREFIX = "~"
@@ -191,15 +190,9 @@ def rebuild(data: dict[str, Any], analysis: Analysis) -> dict[str, Any]:
     """``data`` (a recording) with every lexical list recomputed under ``analysis``, to the
     recorded depth (``InMemoryChunkStore.lexical_search``'s BM25, a term's score times its
     weight in the query, the bound likewise)."""
-    postings: dict[str, dict[str, int]] = {}
-    doc_len: dict[str, int] = {}
-    by_id = {}
-    for c in data["chunks"]:
-        by_id[c.id] = c
-        terms = analysis.document(c.content, c.file_path, c.symbol)
-        for t, tf in terms.items():
-            postings.setdefault(t, {})[c.id] = tf
-        doc_len[c.id] = sum(terms.values())
+    postings, doc_len, by_id = lexical_fields.index_of(
+        data["chunks"], lambda c: analysis.document(c.content, c.file_path, c.symbol)
+    )
     n = len(doc_len)
     avg = sum(doc_len.values()) / n
     lists = {}
@@ -209,32 +202,15 @@ def rebuild(data: dict[str, Any], analysis: Analysis) -> dict[str, Any]:
         idfs = {
             t: lexical.idf(n, len(postings[t])) * w for t, w in weights.items() if t in postings
         }
-        raw: dict[str, float] = {}
-        for t, w in idfs.items():
-            for cid, tf in postings[t].items():
-                raw[cid] = raw.get(cid, 0.0) + lexical.term_score(tf, doc_len[cid], avg, w)
+        raw = lexical_fields.sums(idfs, postings, doc_len, avg)
         bound = lexical.upper_bound(idfs.values())
-        matched = [
-            (by_id[cid], lexical.normalised(s, bound))
-            for cid, s in raw.items()
-            if filters.matches(by_id[cid])
-        ]
-        matched.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-        lists[key] = ([ScoredChunk(c, s) for c, s in matched[: replay.DEPTH]], len(matched))
+        lists[key] = lexical_fields.ranked(raw, bound, by_id, filters)
     return {**data, "lexical": lists}
 
 
 def check(datas: dict[str, dict[str, Any]]) -> None:
     """Today's analysis rebuilds every recorded list exactly (ids and scores)."""
-    for name, data in datas.items():
-        new = rebuild(data, Analysis())["lexical"]
-        for key, (hits, total) in data["lexical"].items():
-            got, got_total = new[key]
-            if [(h.chunk.id, h.score) for h in hits] != [
-                (h.chunk.id, h.score) for h in got[: len(hits)]
-            ] or total != got_total:
-                raise SystemExit(f"{name}: the list of {key[0]} differs")
-        print("reproduced", name, flush=True)
+    lexical_fields.check(datas, lambda d: rebuild(d, Analysis()))
 
 
 _DATAS: dict[str, dict[str, Any]] = {}
@@ -372,10 +348,7 @@ def main() -> None:
     report["lexical_mode_only"] = lexical_mode_only(names, scores, groups)
     for n in names:
         print(n, json.dumps(report["by_analysis"][n]), flush=True)
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

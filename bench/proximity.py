@@ -31,15 +31,13 @@ import json
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import fit_ranker, lexical_fields, replay
-from bench.retrieval import Variant
+from bench.retrieval import Variant, emit
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import ScoredChunk
 from codebase_mcp_search.core.ranking import RankingConfig
 
 MODES = ("hybrid", "lexical", "semantic")
@@ -156,13 +154,7 @@ def rebuild_pairs(
             for cid, freq in postings[t].items():
                 raw[cid] = raw.get(cid, 0.0) + _term_score(freq, doc_len[cid], avg, weighed)
         bound = lexical.upper_bound(w * scale.get(t, 1.0) for t, w in idfs.items())
-        matched = [
-            (by_id[cid], lexical.normalised(s, bound))
-            for cid, s in raw.items()
-            if filters.matches(by_id[cid])
-        ]
-        matched.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-        lists[key] = ([ScoredChunk(c, s) for c, s in matched[: replay.DEPTH]], len(matched))
+        lists[key] = lexical_fields.ranked(raw, bound, by_id, filters)
     return {**data, "lexical": lists}, plain, paired
 
 
@@ -238,10 +230,7 @@ def main() -> None:
         [float(w) for w in args.weights.split(",") if w],
         [float(w) for w in args.joined.split(",") if w],
     )
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    emit(report, args.out)
 
 
 if __name__ == "__main__":
