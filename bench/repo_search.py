@@ -42,6 +42,7 @@ import numpy as np
 from bench import context_text
 from bench.harness import Bench, open_bench
 from bench.retrieval import Variant, emit, ranking_variants
+from codebase_mcp_search.adapters.onnx.model_files import INT8_RECIPE
 from codebase_mcp_search.core.models import Chunk, SearchHit, SearchMode, SearchQuery
 from codebase_mcp_search.entrypoints.settings import Settings
 
@@ -131,11 +132,25 @@ def category(q: dict[str, Any]) -> str:
     return "architecture" if text.lower().startswith("how ") else "semantic"
 
 
+def _graph(model: str) -> str:
+    """What a model's vectors depend on beyond its name: the derived int8 graph's recipe.
+    Two recipes round alike closely but not bit for bit, and the product keeps the model's
+    name across them (stored vectors stay valid), so a bench cache must name the recipe."""
+    return INT8_RECIPE if model.startswith("onnx/") and model.endswith("-int8") else ""
+
+
 def _load_cache(cache_file: Path) -> tuple[str, dict[str, Any]] | None:
+    """The cached vectors and their model's name; None when there are none, or when they
+    were made by another graph of the model (embedded afresh then)."""
     if not cache_file.is_file():
         return None
     data = np.load(cache_file, allow_pickle=False)
-    return str(data["model"]), dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
+    model = str(data["model"])
+    graph = str(data["graph"]) if "graph" in data.files else ""
+    if graph != _graph(model):
+        print(f"{cache_file.name}: vectors of another graph ({graph or 'unnamed'}), re-embedding")
+        return None
+    return model, dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
 
 
 def _write_cache(cache_file: Path, model: str, found: dict[str, list[float]]) -> None:
@@ -144,6 +159,7 @@ def _write_cache(cache_file: Path, model: str, found: dict[str, list[float]]) ->
     np.savez(
         cache_file,
         model=np.array(model),
+        graph=np.array(_graph(model)),
         hashes=np.array(keys),
         vectors=np.array([found[k] for k in keys], dtype=np.float32),
     )

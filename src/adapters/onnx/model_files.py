@@ -65,7 +65,7 @@ _QUANTISED_OPS = frozenset(
 )
 # Part of the cached file's name: a change of how the int8 graph is made gets a new file.
 # v3: the attention without its mask, Gelu, run without SkipLayerNormFusion (``approximate``).
-_INT8_RECIPE = "int8-dyn-pc-matmul-mha-gelu-v3"
+INT8_RECIPE = "int8-dyn-pc-matmul-mha-gelu-v3"
 # How a derived graph is run (an onnxruntime ``InferenceSession`` keyword).
 DERIVED_SESSION = {"disabled_optimizers": list(approximate.DISABLED_OPTIMIZERS)}
 
@@ -233,7 +233,7 @@ def int8_graph(files: ModelFiles, cache_dir: Path) -> Path:
     quantised already is returned as it is.
     """
     sha = files.sha256 or sha256_of(files.graph)
-    target = cache_dir / f"{sha[:32]}-{_INT8_RECIPE}.onnx"
+    target = cache_dir / f"{sha[:32]}-{INT8_RECIPE}.onnx"
     if target.is_file():
         return target
     if is_quantised(files.graph):
