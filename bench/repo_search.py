@@ -12,8 +12,9 @@ then every query is searched with limit 10 and scored exactly by the benchmark's
   ``min(10, n_relevant)`` ones; NDCG is 0 when ``n_relevant`` is 0;
 - a repository scores the mean over its queries; the benchmark the mean over repositories.
 
-Vectors are cached by chunk text under ``bench/.cache`` (the model's own name inside, and
-the ONNX token budget in the file's name), so a re-run embeds only new chunk texts.
+Vectors are cached by chunk text under ``bench/.cache`` (the model's own name and its int8
+graph's recipe inside, the ONNX token budget in the file's name), so a re-run embeds only new
+chunk texts; a cache of another graph is embedded afresh.
 
     python -m bench.repo_search [--embedder onnx|none|...] [--modes lexical,hybrid]
         [--max-tokens N]
