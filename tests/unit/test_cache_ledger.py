@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, Slot
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_cache import (
     ChunkCache,
     chunk_bytes,
@@ -153,3 +153,20 @@ def test_a_cache_garbage_collected_leaves_the_ledger_with_its_bytes() -> None:
 def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="0 or more"):
         CacheLedger(-1)
+
+
+def test_a_slot_keeps_one_value_and_gives_it_back_under_pressure() -> None:
+    ledger = CacheLedger(1_000)
+    slot: Slot[str] = Slot(ledger, "a", "one")
+    slot.keep("first", 400)
+    slot.keep("second", 600)
+    assert (slot.value, ledger.used) == ("second", 600)
+    # Larger than the whole budget: not kept, and the value kept stays.
+    slot.keep("huge", 1_001)
+    assert (slot.value, ledger.used) == ("second", 600)
+    # Another cache's charge past the budget takes the least recently used slot's value.
+    other: Slot[str] = Slot(ledger, "b", "two")
+    other.keep("third", 500)
+    assert (slot.value, other.value, ledger.used) == (None, "third", 500)
+    ledger.release("b")
+    assert (other.value, ledger.used) == (None, 0)

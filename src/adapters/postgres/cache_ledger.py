@@ -24,9 +24,11 @@ import itertools
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 MIB: Final = 1 << 20
+
+T = TypeVar("T")
 
 
 class Account:
@@ -149,3 +151,35 @@ def unbounded() -> CacheLedger:
     """A ledger of its own for a cache built alone (a test's): only the cache's own bound
     applies."""
     return CacheLedger(sys.maxsize)
+
+
+class Slot(Generic[T]):
+    """One value kept at a time, its bytes charged to an account of ``ledger`` under
+    ``project`` and ``name``: the ledger's eviction, and ``clear``, let it go."""
+
+    def __init__(self, ledger: CacheLedger | None, project: str, name: str) -> None:
+        self.value: T | None = None
+        self._account = (ledger or unbounded()).account(project, name, self._evict, self.clear)
+
+    def keep(self, value: T, nbytes: int) -> None:
+        """Keep ``value`` of ``nbytes`` in place of the one kept; nothing changes when it is
+        larger than the whole budget (``Account.fits``)."""
+        if not self._account.fits(nbytes):
+            return
+        self.clear()
+        self.value = value
+        self._account.charge(nbytes)
+
+    def touch(self) -> None:
+        """The value kept answered a read: its cache is the most recently used."""
+        self._account.touch()
+
+    def clear(self) -> None:
+        self.value = None
+        self._account.credit(self._account.bytes)
+
+    def _evict(self) -> bool:
+        if self.value is None:
+            return False
+        self.clear()
+        return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, Slot
 from codebase_mcp_search.adapters.postgres.changes import Token
 from codebase_mcp_search.adapters.postgres.chunk_store.model_guard import StoredDimension
 from codebase_mcp_search.adapters.postgres.chunk_store.repositories import RepositoryReader
@@ -43,20 +43,12 @@ class KeptRepositories:
     ) -> None:
         self._inner = inner
         self._token = token
-        self._kept: tuple[Token, tuple[Repository, ...]] | None = None
-        self._account = (ledger or unbounded()).account(
-            project, "repositories", self._evict, self.clear
+        self._kept: Slot[tuple[Token, tuple[Repository, ...]]] = Slot(
+            ledger, project, "repositories"
         )
 
     def clear(self) -> None:
-        self._kept = None
-        self._account.credit(self._account.bytes)
-
-    def _evict(self) -> bool:
-        if self._kept is None:
-            return False
-        self.clear()
-        return True
+        self._kept.clear()
 
     async def all(self) -> list[Repository]:
         kept = await self._current()
@@ -64,11 +56,8 @@ class KeptRepositories:
             return list(kept)
         token = await self._token()
         found = await self._inner.all()
-        nbytes = LIST_BYTES + REPOSITORY_BYTES * len(found)
-        if token is not None and self._account.fits(nbytes):
-            self.clear()
-            self._kept = (token, tuple(found))
-            self._account.charge(nbytes)
+        if token is not None:
+            self._kept.keep((token, tuple(found)), LIST_BYTES + REPOSITORY_BYTES * len(found))
         return found
 
     async def by_id(self, repository_id: str) -> Repository | None:
@@ -82,12 +71,12 @@ class KeptRepositories:
 
     async def _current(self) -> tuple[Repository, ...] | None:
         """The list as last read, if no write was seen since."""
-        kept = self._kept
+        kept = self._kept.value
         if kept is None:
             return None
         token = await self._token()
         if token is not None and token == kept[0]:
-            self._account.touch()
+            self._kept.touch()
             return kept[1]
         return None
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import asyncpg
 
-from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
+from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, Slot
 from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
     contributions,
     raw,
@@ -122,22 +122,15 @@ class HeldLengths:
         self, ledger: CacheLedger | None = None, project: str = "", *, keep: bool = True
     ) -> None:
         self._keep = keep
-        self._held: tuple[int, int, Lengths] | None = None
-        self._account = (ledger or unbounded()).account(project, "lengths", self._evict, self.clear)
+        self._held: Slot[tuple[int, int, Lengths]] = Slot(ledger, project, "lengths")
 
     def build(self) -> int:
         """The build whose lengths are held (-1: none): a read need not send them again."""
-        return self._held[1] if self._held is not None else -1
+        held = self._held.value
+        return held[1] if held is not None else -1
 
     def clear(self) -> None:
-        self._held = None
-        self._account.credit(self._account.bytes)
-
-    def _evict(self) -> bool:
-        if self._held is None:
-            return False
-        self.clear()
-        return True
+        self._held.clear()
 
     def of(self, row: asyncpg.Record | Mapping[str, Any]) -> Lengths | None:
         """The lengths of the build of a row holding packed terms: sent with it (then held),
@@ -149,14 +142,13 @@ class HeldLengths:
             lo, by_seq = unpack_lengths(row["p_lengths"])
             lengths = Lengths(lo, by_seq)
             size = LENGTHS_OVERHEAD + len(row["p_lengths"])
-            if self._keep and self._account.fits(size):
-                self.clear()
-                self._held = (epoch, build, lengths)
-                self._account.charge(size)
+            if self._keep:
+                self._held.keep((epoch, build, lengths), size)
             return lengths
-        if self._held is not None and self._held[:2] == (epoch, build):
-            self._account.touch()
-            return self._held[2]
+        held = self._held.value
+        if held is not None and held[:2] == (epoch, build):
+            self._held.touch()
+            return held[2]
         return None
 
 
