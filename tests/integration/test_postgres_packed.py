@@ -126,6 +126,19 @@ async def test_writes_since_the_build_correct_it_exactly(
     await _same(stores)
 
 
+async def _packed_twins(
+    db: PgDatabase, project: str, stores: dict[str, PgChunkStore], files: dict[str, str]
+) -> None:
+    """Repository ``r1`` of ``files`` (one chunk each) written to the packed store and its
+    twin, then packed."""
+    for name in ("packed", "blocks"):
+        await stores[name].save_repository(repo("r1"))
+        await stores[name].replace_files(
+            "r1", [file_batch("r1", p, [text]) for p, text in files.items()]
+        )
+    await Packing(db, project, PACKED).optimize()
+
+
 async def _count(db: PgDatabase, store: PgChunkStore, table: str) -> int:
     ws = await store.workspace()
     async with db.connection() as conn:
@@ -140,12 +153,7 @@ async def test_writes_in_flight_during_the_build_are_corrected(
     snapshot, and commits after it: the build sees none of it, and the log keeps all of it."""
     stores = _stores(db, project, twin)
     base = {f"m{i}.py": f"def f{i}(x):\n    return x + {i}  # common words\n" for i in range(40)}
-    for name in ("packed", "blocks"):
-        await stores[name].save_repository(repo("r1"))
-        await stores[name].replace_files(
-            "r1", [file_batch("r1", p, [text]) for p, text in base.items()]
-        )
-    await Packing(db, project, PACKED).optimize()
+    await _packed_twins(db, project, stores, base)
     change = [
         file_batch("r1", "m3.py", ["def f3(y):\n    return y  # fewer common words"]),
         file_batch("r1", "n1.py", ["def g(x):\n    return x + 1  # common words again"]),
@@ -192,12 +200,7 @@ async def test_a_write_that_logs_nothing_voids_the_build(
     packed terms are not read again until they are packed anew."""
     stores = _stores(db, project, twin)
     base = {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(20)}
-    for name in ("packed", "blocks"):
-        await stores[name].save_repository(repo("r1"))
-        await stores[name].replace_files(
-            "r1", [file_batch("r1", p, [text]) for p, text in base.items()]
-        )
-    await Packing(db, project, PACKED).optimize()
+    await _packed_twins(db, project, stores, base)
     assert await _packed_terms(stores["packed"], "return")
     ws = await stores["packed"].workspace()
     async with db.connection() as conn, conn.transaction():
