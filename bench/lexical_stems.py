@@ -272,16 +272,23 @@ def lexical_mode_only(
     hybrid and semantic ones, cross-validated as the analyses are."""
     rows = [0] + [i for i, n in enumerate(names) if ":extra:" in n and not n.endswith(":0")]
     split = {m: np.array([scores[m][i if m == "lexical" else 0] for i in rows]) for m in MODES}
-    kept = [names[i] for i in rows]
-    configs: list[dict[str, float | None]] = [{"analysis": i} for i in range(len(rows))]
-    allowed = {g: np.ones(len(rows), dtype=bool) for g in [*groups, "*"]}
-    cv = fit_ranker.cross_validate(configs, split, groups, allowed)
+    return cross_validate_named([names[i] for i in rows], split, groups)
+
+
+def cross_validate_named(
+    names: list[str], scores: dict[str, Any], groups: list[str]
+) -> dict[str, Any]:
+    """``fit_ranker.cross_validate`` over the analyses ``names`` (rows of ``scores``), each
+    fold's choice and the fit named, with which are admissible in sample."""
+    configs: list[dict[str, float | None]] = [{"analysis": i} for i in range(len(names))]
+    allowed = {g: np.ones(len(names), dtype=bool) for g in [*groups, "*"]}
+    cv = fit_ranker.cross_validate(configs, scores, groups, allowed)
     cv["chosen_by_fold"] = {
-        g: kept[int(c["analysis"] or 0)] for g, c in cv["chosen_by_fold"].items()
+        g: names[int(c["analysis"] or 0)] for g, c in cv["chosen_by_fold"].items()
     }
-    cv["fitted"] = kept[int(cv["fitted"]["analysis"] or 0)]
-    ok = fit_ranker.admissible(split, groups, np.ones(len(groups), dtype=bool))
-    return {"admissible_in_sample": {n: bool(ok[i]) for i, n in enumerate(kept)}, **cv}
+    cv["fitted"] = names[int(cv["fitted"]["analysis"] or 0)]
+    ok = fit_ranker.admissible(scores, groups, np.ones(len(groups), dtype=bool))
+    return {"admissible_in_sample": {n: bool(ok[i]) for i, n in enumerate(names)}, **cv}
 
 
 DEFAULT_VARIANTS = (
@@ -320,18 +327,10 @@ def main() -> None:
         r["semantic"] = results[0]["semantic"]
     groups = sorted(results[0]["hybrid"])
     scores = fit_ranker.group_scores(results)
-    configs: list[dict[str, float | None]] = [{"analysis": i} for i in range(len(names))]
-    allowed = {g: np.ones(len(names), dtype=bool) for g in [*groups, "*"]}
-    cv = fit_ranker.cross_validate(configs, scores, groups, allowed)
-    cv["chosen_by_fold"] = {
-        g: names[int(c["analysis"] or 0)] for g, c in cv["chosen_by_fold"].items()
-    }
-    cv["fitted"] = names[int(cv["fitted"]["analysis"] or 0)]
-    admissible = fit_ranker.admissible(scores, groups, np.ones(len(groups), dtype=bool))
+    cv = cross_validate_named(names, scores, groups)
     report = {
         "groups": groups,
         "analyses": names,
-        "admissible_in_sample": {n: bool(admissible[i]) for i, n in enumerate(names)},
         "by_analysis": {
             n: fit_ranker.summary(groups, {m: scores[m][i] for m in MODES})
             for i, n in enumerate(names)
