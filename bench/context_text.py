@@ -45,6 +45,11 @@ STATS: dict[str, Any] = {
 }
 
 
+def reset() -> None:
+    """Start counting afresh (one count per recording)."""
+    STATS.update(texts=0, tokens_plain=0, tokens_header=0, embed_s=0.0, truncated=0)
+
+
 def key(variant: str, chunk: Chunk) -> str:
     """The cache key of ``chunk``'s vector with ``variant``'s header."""
     raw = f"ctx:{variant}\0{chunk.file_path}\0{chunk.symbol or ''}\0{chunk.content_hash}"

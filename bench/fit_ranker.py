@@ -30,6 +30,17 @@ grid of weights, the coordinate-ascent family of linear learning to rank):
 
     python -m bench.replay record --bench repo|cosqa|own --out DIR   # once each, one DIR
     python -m bench.fit_ranker --dir DIR [--configs 40] [--seed 0] [--workers 2] [--out FILE]
+        [--reference DIR] [--widen]
+
+``--reference DIR``: recordings of another index of the same benches (round six: ``DIR`` embedded
+with a path header, ``--reference`` today's plain vectors; ``bench.replay record --context``).
+BASE is scored on them too, and the cross-validation is run twice: guarded by BASE on ``DIR``
+(as without it), and guarded by BASE on the reference, which each fold may also choose (keep
+today's index): a fold adopts ``DIR``'s vectors only with a configuration worse than today's
+on no block. ``--widen``: the path gains' grids reach 0, and ``vec.path_boost`` /
+``vec.stem_boost`` set them for the modes that rank by vectors (hybrid, semantic) apart from
+lexical mode (None: the shared weight), since vectors embedded with their path already hold
+what those gains add.
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import replay
+from bench import replay, repo_search
 from bench.retrieval import Variant, emit
 from codebase_mcp_search.core.ranking import RankingConfig
 
@@ -89,8 +100,22 @@ SPACE: dict[str, tuple[float | None, ...]] = {
 MODES: dict[str, float] = {"hybrid": 1.0, "lexical": 1.0, "semantic": 0.5}
 # Modes in which a chosen configuration may be worse than BASE on no eval.
 GUARDED = ("hybrid", "lexical")
+# ``--widen`` (round six): the path gains down to 0, and apart for the modes that use vectors.
+WIDE: dict[str, tuple[float | None, ...]] = {
+    "path_boost": (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
+    "stem_boost": (0.0, 0.25, 0.5, 0.75),
+    "vec.path_boost": (None, 0.0, 0.25, 0.5, 0.75),
+    "vec.stem_boost": (None, 0.0, 0.25),
+}
+VECTOR_MODES = ("hybrid", "semantic")
 
 _DATA: dict[str, Any] = {}
+
+
+def widen() -> None:
+    """Round six's grid (``--widen``)."""
+    SPACE.update(WIDE)
+    BASE.update({k: None for k in WIDE if k not in BASE})
 
 
 def pool(n_random: int, seed: int) -> list[dict[str, float | None]]:
@@ -118,9 +143,15 @@ def key(config: dict[str, float | None]) -> str:
     return json.dumps({k: v for k, v in config.items() if v is not None}, sort_keys=True)
 
 
-def variant(config: dict[str, float | None]) -> Variant:
+def variant(config: dict[str, float | None], mode: str = "hybrid") -> Variant:
+    """The configuration as searched in ``mode`` (``vec.`` weights, when set, replace the
+    shared ones in the modes that rank by vectors)."""
     fusion = {k[len("fusion.") :]: v for k, v in config.items() if k.startswith("fusion.")}
-    ranking = {k: v for k, v in config.items() if not k.startswith("fusion.")}
+    ranking = {k: v for k, v in config.items() if "." not in k}
+    if mode in VECTOR_MODES:
+        for k, v in config.items():
+            if k.startswith("vec.") and v is not None:
+                ranking[k[len("vec.") :]] = v
     return Variant(RankingConfig(**ranking), fusion)
 
 
@@ -140,9 +171,9 @@ def evaluate(config: dict[str, float | None]) -> dict[str, dict[str, list[float]
     """Per mode, per group: each query's NDCG@10 (a repository) or reciprocal rank."""
 
     async def run() -> dict[str, dict[str, list[float]]]:
-        v = variant(config)
         out: dict[str, dict[str, list[float]]] = {}
         for mode in MODES:
+            v = variant(config, mode)
             groups: dict[str, list[float]] = {}
             for repo, data in _DATA["repo"].items():
                 groups[repo] = [r["ndcg"] for r in await replay.score_repo(data, v, mode)]
@@ -198,8 +229,29 @@ def summary(groups: list[str], row: dict[str, np.ndarray]) -> dict[str, Any]:
     return out
 
 
-def admissible(scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray) -> np.ndarray:
-    """Which configurations are worse than the base (row 0) on none of the blocks of the
+def by_category(
+    per_query: dict[str, dict[str, list[float]]], cats: dict[str, list[str]]
+) -> dict[str, dict[str, float]]:
+    """Per mode, the repository benchmark's figure by category (each category's mean over the
+    repositories asking it, of each repository's mean, as ``bench.repo_search`` reports it);
+    ``per_query``: mode -> repository -> each query's NDCG@10."""
+    out: dict[str, dict[str, float]] = {}
+    for mode, repos in per_query.items():
+        means: dict[str, list[float]] = {}
+        for repo, values in repos.items():
+            per: dict[str, list[float]] = {}
+            for c, v in zip(cats[repo], values, strict=True):
+                per.setdefault(c, []).append(v)
+            for c, vs in per.items():
+                means.setdefault(c, []).append(float(np.mean(vs)))
+        out[mode] = {c: round(float(np.mean(v)), 4) for c, v in sorted(means.items())}
+    return out
+
+
+def admissible(
+    scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray, ref: int = 0
+) -> np.ndarray:
+    """Which configurations are worse than the base (row ``ref``) on none of the blocks of the
     groups where ``keep`` is true, in the ``GUARDED`` modes (a change is adopted only if it
     is worse on no eval)."""
     repo = np.array([not g.startswith("@") for g in groups]) & keep
@@ -209,16 +261,20 @@ def admissible(scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarra
         blocks = [s[:, repo].mean(axis=1)] if repo.any() else []
         blocks += [s[:, i] for i, g in enumerate(groups) if g.startswith("@") and keep[i]]
         for b in blocks:
-            ok &= b >= b[0] - 1e-9
+            ok &= b >= b[ref] - 1e-9
     return ok
 
 
 def choose(
-    scores: dict[str, np.ndarray], groups: list[str], keep: np.ndarray, allowed: np.ndarray
+    scores: dict[str, np.ndarray],
+    groups: list[str],
+    keep: np.ndarray,
+    allowed: np.ndarray,
+    ref: int = 0,
 ) -> int:
     """The admissible allowed configuration with the best objective over ``keep``."""
     value = objective(scores, groups, keep)
-    value[~(allowed & admissible(scores, groups, keep))] = -np.inf
+    value[~(allowed & admissible(scores, groups, keep, ref))] = -np.inf
     return int(np.argmax(value))
 
 
@@ -249,20 +305,39 @@ def cross_validate(
     scores: dict[str, np.ndarray],
     groups: list[str],
     allowed: dict[str, np.ndarray],
+    ref: int = 0,
+    rows: list[dict[str, dict[str, list[float]]]] | None = None,
+    cats: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Leave one group out (``allowed[group]``: the configurations fold may choose from; the
-    fitted one, ``allowed["*"]``, uses every group); the held-out figures."""
+    fitted one, ``allowed["*"]``, uses every group; row ``ref`` the guard's base); the
+    held-out figures."""
     n = len(groups)
     held = {mode: np.zeros(n) for mode in MODES}
     chosen: dict[str, dict[str, float | None]] = {}
+    held_rows: dict[str, dict[str, list[float]]] = {mode: {} for mode in MODES}
     for i, g in enumerate(groups):
         keep = np.ones(n, dtype=bool)
         keep[i] = False
-        best = choose(scores, groups, keep, allowed[g])
+        best = choose(scores, groups, keep, allowed[g], ref)
         chosen[g] = configs[best]
         for mode in MODES:
             held[mode][i] = scores[mode][best, i]
-    fitted = choose(scores, groups, np.ones(n, dtype=bool), allowed["*"])
+            if rows is not None and not g.startswith("@"):
+                held_rows[mode][g] = rows[best][mode][g]
+    fitted = choose(scores, groups, np.ones(n, dtype=bool), allowed["*"], ref)
+    extra: dict[str, Any] = {}
+    if rows is not None and cats is not None:
+        repos = [g for g in groups if not g.startswith("@")]
+
+        def cat(row: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+            return by_category({m: {g: row[m][g] for g in repos} for m in MODES}, cats)
+
+        extra = {
+            "held_out_by_category": by_category(held_rows, cats),
+            "fitted_by_category": cat(rows[fitted]),
+            "base_by_category": cat(rows[ref]),
+        }
     return {
         "held_out": summary(groups, held),
         "held_out_by_group": {
@@ -272,22 +347,30 @@ def cross_validate(
         "chosen_by_fold": chosen,
         "fitted": configs[fitted],
         "fitted_in_sample": summary(groups, {m: scores[m][fitted] for m in MODES}),
-        "base_in_sample": summary(groups, {m: scores[m][0] for m in MODES}),
+        "base_in_sample": summary(groups, {m: scores[m][ref] for m in MODES}),
+        **extra,
     }
 
 
 def _score_all(
-    configs: list[dict[str, float | None]], done: dict[str, Any], args: argparse.Namespace
+    configs: list[dict[str, float | None]],
+    done: dict[str, Any],
+    args: argparse.Namespace,
+    directory: str | None = None,
 ) -> None:
-    todo = list({key(c): c for c in configs if key(c) not in done}.values())
+    """Score ``configs`` on ``directory``'s recordings (``--dir``), cached in ``done`` under
+    their key (prefixed with ``ref:`` for the reference recordings)."""
+    prefix = f"ref:{directory}:" if directory else ""
+    todo = list({prefix + key(c): c for c in configs if prefix + key(c) not in done}.items())
     print(f"{len(configs)} configurations, {len(todo)} to score", flush=True)
     if not todo:
         return
     with multiprocessing.get_context("fork").Pool(
-        args.workers, initializer=_load, initargs=(args.dir,)
+        args.workers, initializer=_load, initargs=(directory or args.dir,)
     ) as workers:
-        for i, (c, r) in enumerate(zip(todo, workers.imap(evaluate, todo), strict=True)):
-            done[key(c)] = r
+        results = workers.imap(evaluate, [c for _, c in todo])
+        for i, ((name, _), r) in enumerate(zip(todo, results, strict=True)):
+            done[name] = r
             print(f"  {i + 1}/{len(todo)}", flush=True)
             if args.cache:
                 Path(args.cache).write_bytes(pickle.dumps(done))
@@ -301,7 +384,11 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cache", default=None, help="pickle of scored configurations to reuse")
     p.add_argument("--out", default=None)
+    p.add_argument("--reference", default=None, help="recordings of today's index (see above)")
+    p.add_argument("--widen", action="store_true", help="round six's grid of the path gains")
     args = p.parse_args()
+    if args.widen:
+        widen()
     configs = pool(args.configs, args.seed)
     done: dict[str, Any] = {}
     if args.cache and Path(args.cache).exists():
@@ -322,11 +409,32 @@ def main() -> None:
         g: np.array([True] * len(configs) + [key(c) == key(combos[g]) for c in extra])
         for g in folds
     }
+    rows = [done[key(c)] for c in everything]
+    cats = {
+        f.stem[5:]: [repo_search.category(q) for q in pickle.loads(f.read_bytes())["queries"]]
+        for f in sorted(Path(args.dir).glob("repo_*.pkl"))
+    }
     report = {
         "groups": groups,
         "configurations": len(everything),
-        **cross_validate(everything, scores, groups, allowed),
+        **cross_validate(everything, scores, groups, allowed, rows=rows, cats=cats),
     }
+    if args.reference:
+        # Row 0: BASE over today's index, the guard; each fold may keep it (adopt nothing).
+        _score_all([BASE], done, args, args.reference)
+        rows = [done[f"ref:{args.reference}:" + key(BASE)], *rows]
+        today: dict[str, float | None] = {"@reference": None}
+        report["reference"] = {
+            "dir": args.reference,
+            **cross_validate(
+                [today, *everything],
+                group_scores(rows),
+                groups,
+                {g: np.concatenate(([True], a)) for g, a in allowed.items()},
+                rows=rows,
+                cats=cats,
+            ),
+        }
     emit(report, args.out)
 
 

@@ -7,9 +7,13 @@ configuration from those lists through the real ``SearchService`` (same fusion, 
 collapsing), so a configuration costs only its own ranking; the figures equal those of
 ``bench.repo_search``, ``bench.cosqa_eval`` and ``bench.own_eval`` for the same configuration.
 Not for lexical-analyser or chunking changes: the lists hold the recorded index's terms. Query
-vectors are embedded once; corpus vectors are cached under ``bench/.cache``.
+vectors are embedded once; corpus vectors are cached under ``bench/.cache``. ``--context``
+embeds each chunk with a header (its path, or path and symbol; ``plain``: the content alone
+through the same code) as ``bench.repo_search --context`` does (bench/context_text.py), its
+vectors cached in files of their own; the query side is unchanged, so ``score`` needs no flag.
 
     python -m bench.replay record --bench repo|cosqa|own [--embedder onnx] [--out DIR]
+        [--context plain|path|path_symbol]
     python -m bench.replay score [--dir DIR] [--variants JSON] [--modes hybrid,lexical,semantic]
         [--repos a,b] [--no-cosqa] [--no-own] [--cosqa-only] [--by-repo] [--dump FILE]
 """
@@ -25,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import repo_search
+from bench import context_text, repo_search
 from bench.harness import open_bench
 from bench.retrieval import metrics, rank_of, ranking_variants
 from codebase_mcp_search.core.fusion import FusionConfig
@@ -127,17 +131,29 @@ class _Vectors:
         raise NotImplementedError
 
 
+def _cache(args: argparse.Namespace, stem: str, name: str) -> Path:
+    """A vector cache file; a header variant's vectors in files of their own, named as
+    ``bench.repo_search --context`` names them (so its caches serve the replay too)."""
+    ctx = f"_ctx-{args.context}" if args.context else ""
+    return repo_search.CACHE / f"{stem}_{args.embedder}{ctx}_{name}.npz"
+
+
 async def _record_one(
-    settings: Settings, root: Path, queries: list[tuple[str, str | None]], cache: Path
+    settings: Settings,
+    root: Path,
+    queries: list[tuple[str, str | None]],
+    cache: Path,
+    context: str | None = None,
 ) -> dict[str, Any]:
     """Index ``root`` and record every query (text, repository to filter by or None)."""
+    context_text.reset()
     async with open_bench(settings) as bench:
         cb = bench.codebase
         await repo_search._seed_vectors(bench, cache)
         await cb.index(root)
         (repo,) = await cb.repositories()
         if repo.embedding_model:
-            await repo_search._save_vectors(bench, cache, repo.id, repo.embedding_model)
+            await repo_search._save_vectors(bench, cache, repo.id, repo.embedding_model, context)
         rec = RecordingStore(bench.store)
         service = await bench.search_service(store=rec)
         vectors: dict[str, list[float]] = {}
@@ -158,6 +174,8 @@ async def _record_one(
             "dimension": emb.dimension if emb else 0,
             "vectors": vectors,
             "chunks": await cb.chunks(repo.id),
+            "context": context,
+            "context_embedding": context_text.summary() if context else None,
         }
 
 
@@ -175,8 +193,10 @@ async def record(args: argparse.Namespace) -> None:
             if spec.get("benchmark_root"):
                 root = root / spec["benchmark_root"]
             qs = json.loads((bench / "annotations" / f"{spec['name']}.json").read_text())
-            cache = repo_search.CACHE / f"repo_search_{args.embedder}_{spec['name']}.npz"
-            data = await _record_one(settings, root, [(q["query"], None) for q in qs], cache)
+            cache = _cache(args, "repo_search", spec["name"])
+            data = await _record_one(
+                settings, root, [(q["query"], None) for q in qs], cache, args.context
+            )
             data["queries"] = qs
             data["language"] = spec["language"]
             (out / f"repo_{spec['name']}.pkl").write_bytes(pickle.dumps(data))
@@ -187,21 +207,24 @@ async def record(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="cosqa-") as tmp:
             root = Path(tmp) / "cosqa"
             queries, _ = write_corpus(DEFAULT_DATA, root)
-            cache = repo_search.CACHE / f"replay_{args.embedder}_cosqa.npz"
-            data = await _record_one(settings, root, [(t, None) for t, _ in queries], cache)
+            cache = _cache(args, "replay", "cosqa")
+            data = await _record_one(
+                settings, root, [(t, None) for t, _ in queries], cache, args.context
+            )
             data["queries"] = [(t, g.path, g.start, g.end) for t, g in queries]
             (out / "cosqa.pkl").write_bytes(pickle.dumps(data))
     else:
-        await record_own(settings, out)
+        await record_own(settings, out, args)
 
 
-async def record_own(settings: Settings, out: Path) -> None:
+async def record_own(settings: Settings, out: Path, args: argparse.Namespace) -> None:
     import importlib
     import shutil
 
     from bench.own_eval import QUERIES
 
     spec = json.loads(QUERIES.read_text())
+    context_text.reset()
     with tempfile.TemporaryDirectory(prefix="own-eval-") as tmp:
         async with open_bench(settings) as bench:
             cb = bench.codebase
@@ -210,12 +233,14 @@ async def record_own(settings: Settings, out: Path) -> None:
                 pkg_dir = Path(importlib.import_module(c["package"]).__file__ or "").parent
                 root = Path(tmp) / name
                 shutil.copytree(pkg_dir, root, ignore=shutil.ignore_patterns("__pycache__"))
-                cache = repo_search.CACHE / f"replay_{settings.embedder}_own_{name}.npz"
+                cache = _cache(args, "replay", f"own_{name}")
                 await repo_search._seed_vectors(bench, cache)
                 repo_ids[name] = (await cb.index(root)).repository_id
                 repo = await cb.repository(repo_ids[name])
                 if repo.embedding_model:
-                    await repo_search._save_vectors(bench, cache, repo.id, repo.embedding_model)
+                    await repo_search._save_vectors(
+                        bench, cache, repo.id, repo.embedding_model, args.context
+                    )
             rec = RecordingStore(bench.store)
             service = await bench.search_service(store=rec)
             embedded = await bench.search_service(
@@ -250,6 +275,8 @@ async def record_own(settings: Settings, out: Path) -> None:
                 # Every chunk, as the other benches keep them (bench/lexical_fields.py
                 # rebuilds the lexical lists from them).
                 "chunks": [c for rid in repo_ids.values() for c in await cb.chunks(rid)],
+                "context": args.context,
+                "context_embedding": context_text.summary() if args.context else None,
             }
     (out / "own.pkl").write_bytes(pickle.dumps(data))
 
@@ -368,6 +395,13 @@ def main() -> None:
     r.add_argument("--embedder", default="onnx")
     r.add_argument("--repos", default=None)
     r.add_argument("--out", default="/tmp/exp19/rec")
+    r.add_argument(
+        "--context",
+        default=None,
+        choices=sorted(context_text.VARIANTS),
+        help="embed each chunk with this header (bench/context_text.py; plain: none, "
+        "embedded afresh through the same code)",
+    )
     s = sub.add_parser("score")
     s.add_argument("--dir", default="/tmp/exp19/rec")
     s.add_argument("--variants", default=None)
@@ -381,6 +415,7 @@ def main() -> None:
     s.add_argument("--out", default=None)
     args = p.parse_args()
     if args.cmd == "record":
+        context_text.install(args.context)
         asyncio.run(record(args))
     else:
         res = asyncio.run(score(args))
