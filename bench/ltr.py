@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import replay, repo_search
+from bench import replay_store, repo_search
 from bench.retrieval import SLACK_LINES
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.fusion import FusionConfig
@@ -184,7 +184,7 @@ def features(
     return x
 
 
-class _Seen(replay._Replay):
+class _Seen(replay_store._Replay):
     """The recorded store, remembering the lists the last search fetched."""
 
     def __init__(self, data: dict[str, Any]) -> None:
@@ -244,7 +244,7 @@ def service(data: dict[str, Any]) -> SearchService:
     service_mod.rerank = STAGE  # type: ignore[attr-defined]
     store = _Seen(data)
     STAGE.store = store
-    emb = replay._Vectors(data["model"], data["dimension"], data["vectors"])
+    emb = replay_store._Vectors(data["model"], data["dimension"], data["vectors"])
     return SearchService(store, emb, fusion=FusionConfig(), ranking=RankingConfig())
 
 
