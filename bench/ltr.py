@@ -24,7 +24,7 @@ import importlib
 import math
 import pickle
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +213,7 @@ class Stage:
 
     def __init__(self) -> None:
         self.store: _Seen | None = None
-        self.after: Any = None
+        self.after: Callable[[list[ScoredChunk], dict[str, Any]], list[ScoredChunk]] | None = None
         self.real = rerank_mod.rerank
 
     def __call__(

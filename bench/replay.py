@@ -223,7 +223,7 @@ async def score_cosqa(data: dict[str, Any], variant: Any, mode: str) -> list[int
     ranks: list[int | None] = []
     for text, path, start, end in data["queries"]:
         r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
-        ranks.append(rank_of(list(r.hits), path, start, end))
+        ranks.append(rank_of(r.hits, path, start, end))
     return ranks
 
 
@@ -237,7 +237,7 @@ async def score_own(data: dict[str, Any], variant: Any, mode: str) -> list[int |
                 q["query"], mode=mode, limit=10, repository_id=data["repo_ids"][q["corpus"]]
             )
         )
-        ranks.append(rank_of(list(r.hits), q["path"], q["start_line"], q["end_line"]))
+        ranks.append(rank_of(r.hits, q["path"], q["start_line"], q["end_line"]))
     return ranks
 
 
