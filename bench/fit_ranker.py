@@ -9,9 +9,9 @@ the metrics count files and spans. So the weights are fitted on the metric itsel
 real ``SearchService`` over the recorded retrievals of ``bench.replay`` (direct search over a
 grid of weights, the coordinate-ascent family of linear learning to rank):
 
-1. a pool of configurations, fixed before any is scored: the hand-tuned weights (``BASE``),
-   each weight moved alone over its grid (``SPACE``), and ``--configs`` random draws from
-   the grid (seeded);
+1. a pool of configurations (``bench.ranker_space``), fixed before any is scored: the
+   hand-tuned weights (``BASE``), each weight moved alone over its grid (``SPACE``), and
+   ``--configs`` random draws from the grid (seeded);
 2. every configuration scores every query of the three evals in each mode (``MODES``):
    repository-benchmark NDCG@10, CoSQA and own-eval reciprocal rank;
 3. the groups are the 16 dev repositories, CoSQA and the own eval. The objective over a set of
@@ -47,112 +47,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import pickle
-import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import replay, repo_search
-from bench.retrieval import Variant, emit
-from codebase_mcp_search.core.ranking import RankingConfig
+from bench.ranker_space import BASE, key, pool, variant, widen
+from bench.retrieval import emit
 
-# The shipped weights before the fit, the centre of the pool; ``fusion.`` ones are
-# FusionConfig's. Round two (issue 36) started from the hand-tuned issue-19 weights (hollow
-# prior 1.0, no named lexical weight); round three from round two's fit, adding the semantic
-# list's abstention; round four from round three's fit (abstention 0.06), over recordings of
-# the index with the fitted BM25 fields (bench/lexical_fields.py).
-BASE: dict[str, float | None] = {
-    "definition_boost": 1.5,
-    "path_boost": 1.0,
-    "stem_boost": 0.5,
-    "coherence_boost": 0.2,
-    "coherence_rest_share": 1.0,
-    "reference_boost": 0.2,
-    "hollow_prior": 0.5,
-    "file_decay": 0.7,
-    "fusion.lexical_weight": 0.5,
-    "fusion.semantic_min_spread": 0.1,
-    "fusion.best_share": 0.0,
-    "fusion.semantic_abstain_spread": 0.06,
-    "named_lexical_weight": 2.0,
-}
-SPACE: dict[str, tuple[float | None, ...]] = {
-    "definition_boost": (1.0, 1.5, 2.0),
-    "path_boost": (0.5, 0.75, 1.0, 1.25, 1.5),
-    "stem_boost": (0.25, 0.5, 0.75),
-    "coherence_boost": (0.1, 0.2, 0.3, 0.4),
-    "coherence_rest_share": (0.25, 0.5, 1.0),
-    "reference_boost": (0.1, 0.2, 0.3),
-    "hollow_prior": (0.3, 0.5, 0.7, 1.0),
-    "file_decay": (0.5, 0.6, 0.7, 0.8),
-    "fusion.lexical_weight": (0.3, 0.5, 0.7),
-    "fusion.semantic_min_spread": (0.1, 0.15, 0.2),
-    "fusion.best_share": (0.0, 0.2, 0.4),
-    "fusion.semantic_abstain_spread": (0.0, 0.03, 0.04, 0.05, 0.06, 0.07),
-    "named_lexical_weight": (None, 1.0, 2.0, 3.0),
-}
 # Weight of each mode in the objective: hybrid is the default, lexical serves every project
 # without a model, semantic is asked for by name.
 MODES: dict[str, float] = {"hybrid": 1.0, "lexical": 1.0, "semantic": 0.5}
 # Modes in which a chosen configuration may be worse than BASE on no eval.
 GUARDED = ("hybrid", "lexical")
-# ``--widen`` (round six): the path gains down to 0, and apart for the modes that use vectors.
-WIDE: dict[str, tuple[float | None, ...]] = {
-    "path_boost": (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
-    "stem_boost": (0.0, 0.25, 0.5, 0.75),
-    "vec.path_boost": (None, 0.0, 0.25, 0.5, 0.75),
-    "vec.stem_boost": (None, 0.0, 0.25),
-}
-VECTOR_MODES = ("hybrid", "semantic")
 
 _DATA: dict[str, Any] = {}
-
-
-def widen() -> None:
-    """Round six's grid (``--widen``)."""
-    SPACE.update(WIDE)
-    BASE.update({k: None for k in WIDE if k not in BASE})
-
-
-def pool(n_random: int, seed: int) -> list[dict[str, float | None]]:
-    """BASE, each weight moved alone over its grid, then ``n_random`` draws (no repeats)."""
-    out = [dict(BASE)]
-    for name, values in SPACE.items():
-        for v in values:
-            if v != BASE[name]:
-                out.append({**BASE, name: v})
-    rng = random.Random(seed)
-    seen = {json.dumps(c, sort_keys=True) for c in out}
-    wanted = len(out) + n_random
-    while len(out) < wanted:
-        c = {name: rng.choice(values) for name, values in SPACE.items()}
-        name = json.dumps(c, sort_keys=True)
-        if name not in seen:
-            seen.add(name)
-            out.append(c)
-    return out
-
-
-def key(config: dict[str, float | None]) -> str:
-    """A configuration's name in the cache of scored ones (a weight left unset, None, is
-    left out: a cache written before that weight existed still answers)."""
-    return json.dumps({k: v for k, v in config.items() if v is not None}, sort_keys=True)
-
-
-def variant(config: dict[str, float | None], mode: str = "hybrid") -> Variant:
-    """The configuration as searched in ``mode`` (``vec.`` weights, when set, replace the
-    shared ones in the modes that rank by vectors)."""
-    fusion = {k[len("fusion.") :]: v for k, v in config.items() if k.startswith("fusion.")}
-    ranking = {k: v for k, v in config.items() if "." not in k}
-    if mode in VECTOR_MODES:
-        for k, v in config.items():
-            if k.startswith("vec.") and v is not None:
-                ranking[k[len("vec.") :]] = v
-    return Variant(RankingConfig(**ranking), fusion)
 
 
 def _load(directory: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench import repo_search
-from bench.replay import _Replay, _Vectors
+from bench.replay_store import _Replay, _Vectors
 from bench.retrieval import SLACK_LINES, ranking_variants
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import ScoredChunk, SearchQuery

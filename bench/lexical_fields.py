@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, replay
+from bench import fit_ranker, replay, replay_store
 from bench.retrieval import Variant
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk
@@ -77,14 +77,14 @@ def ranked(
 ) -> tuple[list[ScoredChunk], int]:
     """A rebuilt lexical list as the store answers it: the chunks ``filters`` admits, scored
     ``raw / bound`` (``lexical.normalised``), best first, ties by path and line; the first
-    ``replay.DEPTH`` with the number matched."""
+    ``replay_store.DEPTH`` with the number matched."""
     matched = [
         (by_id[cid], lexical.normalised(s, bound))
         for cid, s in raw.items()
         if filters.matches(by_id[cid])
     ]
     matched.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
-    return [ScoredChunk(c, s) for c, s in matched[: replay.DEPTH]], len(matched)
+    return [ScoredChunk(c, s) for c, s in matched[: replay_store.DEPTH]], len(matched)
 
 
 def rebuild(data: dict[str, Any], fields: lexical.Fields) -> dict[str, Any]:

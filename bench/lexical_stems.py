@@ -124,6 +124,19 @@ STEMMERS: dict[str, Callable[[], Callable[[str], str]]] = {
 }
 
 
+def memo(stem: Callable[[str], str]) -> Callable[[str], str]:
+    """``stem`` remembering each term's stem (a recording asks for the same terms often)."""
+    cache: dict[str, str] = {}
+
+    def remembered(term: str) -> str:
+        s = cache.get(term)
+        if s is None:
+            s = cache[term] = stem(term)
+        return s
+
+    return remembered
+
+
 @dataclass(frozen=True)
 class Analysis:
     """How BM25 sees a chunk's and a query's terms. ``stemmer`` None: today's analysis."""
@@ -148,16 +161,7 @@ class Analysis:
     @functools.cached_property
     def _stem(self) -> Callable[[str], str]:
         assert self.stemmer is not None
-        plain = STEMMERS[self.stemmer]()
-        cache: dict[str, str] = {}
-
-        def stem(term: str) -> str:
-            s = cache.get(term)
-            if s is None:
-                s = cache[term] = plain(term)
-            return s
-
-        return stem
+        return memo(STEMMERS[self.stemmer]())
 
     def document(self, content: str, file_path: str, symbol: str | None) -> Counter[str]:
         counts = lexical.document_terms(content, file_path, symbol, lexical.FIELDS)
@@ -213,6 +217,9 @@ def check(datas: dict[str, dict[str, Any]]) -> None:
     lexical_fields.check(datas, lambda d: rebuild(d, Analysis()))
 
 
+# A variant's figures from the recordings (group -> recording), its name and the modes to score.
+Score = Callable[[dict[str, dict[str, Any]], str, tuple[str, ...]], dict[str, Any]]
+
 _DATAS: dict[str, dict[str, Any]] = {}
 
 
@@ -220,14 +227,57 @@ def _init(directory: str) -> None:
     _DATAS.update(lexical_fields._load(directory))
 
 
-def _score(job: tuple[str, tuple[str, ...]]) -> tuple[str, dict[str, dict[str, list[float]]]]:
+def _run(score: Score, job: tuple[str, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
     name, modes = job
-    analysis = Analysis.parse(name)
     started = time.perf_counter()
-    rebuilt = {g: rebuild(data, analysis) for g, data in _DATAS.items()}
-    r = asyncio.run(lexical_fields.evaluate(rebuilt, modes))
+    r = score(_DATAS, name, modes)
     print(f"  scored {name} ({time.perf_counter() - started:.0f} s)", flush=True)
     return name, r
+
+
+def score_variants(
+    directory: str, names: list[str], workers: int, score: Score
+) -> list[dict[str, Any]]:
+    """``score`` of each variant of ``names`` over ``directory``'s recordings, in ``workers``
+    processes (each loads the recordings once). The first, the base, is scored in every mode,
+    the others in hybrid and lexical mode only: semantic mode reads no lexical list when every
+    chunk holds a vector, so the base's semantic figures stand for every variant."""
+    jobs = [(n, MODES if i == 0 else ("hybrid", "lexical")) for i, n in enumerate(names)]
+    with multiprocessing.get_context("fork").Pool(
+        workers, initializer=_init, initargs=(directory,)
+    ) as pool:
+        done = dict(pool.imap_unordered(functools.partial(_run, score), jobs))
+    results = [done[n] for n in names]
+    for r in results[1:]:
+        r["semantic"] = results[0]["semantic"]
+    return results
+
+
+def summaries(names: list[str], scores: dict[str, np.ndarray], groups: list[str]) -> dict[str, Any]:
+    """Each variant's three evals per mode (``fit_ranker.summary``; ``scores``: a row a
+    variant of ``names``)."""
+    return {
+        n: fit_ranker.summary(groups, {m: scores[m][i] for m in MODES}) for i, n in enumerate(names)
+    }
+
+
+def by_group(
+    names: list[str],
+    scores: dict[str, np.ndarray],
+    groups: list[str],
+    modes: tuple[str, ...] = MODES,
+) -> dict[str, Any]:
+    """Each variant's figure per group in ``modes``, rounded as the reports round."""
+    return {
+        n: {m: {g: round(float(scores[m][i][j]), 4) for j, g in enumerate(groups)} for m in modes}
+        for i, n in enumerate(names)
+    }
+
+
+def _score(datas: dict[str, dict[str, Any]], name: str, modes: tuple[str, ...]) -> dict[str, Any]:
+    analysis = Analysis.parse(name)
+    rebuilt = {g: rebuild(data, analysis) for g, data in datas.items()}
+    return asyncio.run(lexical_fields.evaluate(rebuilt, modes))
 
 
 def cost(datas: dict[str, dict[str, Any]], names: list[str], rounds: int = 5) -> dict[str, Any]:
@@ -316,32 +366,15 @@ def main() -> None:
     if args.cost:
         print(json.dumps(cost(lexical_fields._load(args.dir), names)))
         return
-    jobs = [(n, MODES if i == 0 else ("hybrid", "lexical")) for i, n in enumerate(names)]
-    with multiprocessing.get_context("fork").Pool(
-        args.workers, initializer=_init, initargs=(args.dir,)
-    ) as pool:
-        done = dict(pool.imap_unordered(_score, jobs))
-    results = [done[n] for n in names]
-    # Semantic mode reads no lexical list when every chunk holds a vector: scored once.
-    for r in results[1:]:
-        r["semantic"] = results[0]["semantic"]
+    results = score_variants(args.dir, names, args.workers, _score)
     groups = sorted(results[0]["hybrid"])
     scores = fit_ranker.group_scores(results)
     cv = cross_validate_named(names, scores, groups)
     report = {
         "groups": groups,
         "analyses": names,
-        "by_analysis": {
-            n: fit_ranker.summary(groups, {m: scores[m][i] for m in MODES})
-            for i, n in enumerate(names)
-        },
-        "by_analysis_and_group": {
-            n: {
-                m: {g: round(float(scores[m][i][j]), 4) for j, g in enumerate(groups)}
-                for m in MODES
-            }
-            for i, n in enumerate(names)
-        },
+        "by_analysis": summaries(names, scores, groups),
+        "by_analysis_and_group": by_group(names, scores, groups),
         **cv,
     }
     report["lexical_mode_only"] = lexical_mode_only(names, scores, groups)

@@ -24,13 +24,13 @@ import importlib
 import math
 import pickle
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench import replay, repo_search
+from bench import replay_store, repo_search
 from bench.retrieval import SLACK_LINES
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.fusion import FusionConfig
@@ -184,7 +184,7 @@ def features(
     return x
 
 
-class _Seen(replay._Replay):
+class _Seen(replay_store._Replay):
     """The recorded store, remembering the lists the last search fetched."""
 
     def __init__(self, data: dict[str, Any]) -> None:
@@ -213,7 +213,7 @@ class Stage:
 
     def __init__(self) -> None:
         self.store: _Seen | None = None
-        self.after: Any = None
+        self.after: Callable[[list[ScoredChunk], dict[str, Any]], list[ScoredChunk]] | None = None
         self.real = rerank_mod.rerank
 
     def __call__(
@@ -244,7 +244,7 @@ def service(data: dict[str, Any]) -> SearchService:
     service_mod.rerank = STAGE  # type: ignore[attr-defined]
     store = _Seen(data)
     STAGE.store = store
-    emb = replay._Vectors(data["model"], data["dimension"], data["vectors"])
+    emb = replay_store._Vectors(data["model"], data["dimension"], data["vectors"])
     return SearchService(store, emb, fusion=FusionConfig(), ranking=RankingConfig())
 
 

@@ -81,7 +81,8 @@ def firsts(row: dict[str, Any]) -> list[int]:
                 seen.add(k)
                 out.append(i)
         row["_firsts"] = out
-    return row["_firsts"]
+    firsts: list[int] = row["_firsts"]
+    return firsts
 
 
 def order_of(row: dict[str, Any], model: Model | None) -> list[int]:
@@ -162,7 +163,7 @@ def pairs(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
 def fit_linear(rows: Sequence[dict[str, Any]], c: float) -> tuple[Model, np.ndarray]:
     """A RankNet-style linear model: logistic regression on standardised pair differences
     (each pair both ways, no intercept). Returns the scorer and its weights in feature units."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
     x_all = np.concatenate([units(r)[0] for r in rows])
     std = x_all.std(axis=0)
@@ -181,7 +182,7 @@ def fit_linear(rows: Sequence[dict[str, Any]], c: float) -> tuple[Model, np.ndar
 def fit_trees(rows: Sequence[dict[str, Any]], c: float) -> tuple[Model, np.ndarray]:
     """A small pointwise tree ensemble (gradient-boosted regression on the labels, depth 3,
     ``c`` x 100 trees): the scorer and the features' importances."""
-    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.ensemble import GradientBoostingRegressor  # type: ignore[import-untyped]
 
     x = np.concatenate([units(r)[0] for r in rows])
     per_block: dict[str, int] = defaultdict(int)

@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +84,7 @@ class Index:
         )
         self.n = len(self.doc_len)
         self.avg = sum(self.doc_len.values()) / self.n
-        self.stem: Callable[[str], str] = _memo(lexical_stems.STEMMERS[stemmer or "light"]())
+        self.stem = lexical_stems.memo(lexical_stems.STEMMERS[stemmer or "light"]())
         self.variants: dict[str, list[str]] = {}
         for term in self.postings:
             self.variants.setdefault(self.stem(term), []).append(term)
@@ -132,18 +130,6 @@ class Index:
                 )
         read = sum(len(self.postings[t]) for t in asked)
         return raw, bound, (read, sum(len(p) for p, _, _ in lists))
-
-
-def _memo(f: Callable[[str], str]) -> Callable[[str], str]:
-    cache: dict[str, str] = {}
-
-    def g(term: str) -> str:
-        s = cache.get(term)
-        if s is None:
-            s = cache[term] = f(term)
-        return s
-
-    return g
 
 
 def rebuild(data: dict[str, Any], qs: QueryStems, index: Index | None = None) -> dict[str, Any]:
@@ -219,22 +205,12 @@ def check(datas: dict[str, dict[str, Any]], weights: list[float]) -> None:
         )
 
 
-_DATAS: dict[str, dict[str, Any]] = {}
-
-
-def _init(directory: str) -> None:
-    _DATAS.update(lexical_fields._load(directory))
-
-
-def _score(job: tuple[str, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
-    name, modes = job
+def _score(datas: dict[str, dict[str, Any]], name: str, modes: tuple[str, ...]) -> dict[str, Any]:
     qs = QueryStems.parse(name)
-    started = time.perf_counter()
-    rebuilt = {g: rebuild(data, qs) for g, data in _DATAS.items()}
+    rebuilt = {g: rebuild(data, qs) for g, data in datas.items()}
     r: dict[str, Any] = asyncio.run(lexical_fields.evaluate(rebuilt, modes))
     r["read"] = {g: (d["read"], d["summed"]) for g, d in rebuilt.items()}
-    print(f"  scored {name} ({time.perf_counter() - started:.0f} s)", flush=True)
-    return name, r
+    return r
 
 
 def _cv(
@@ -293,14 +269,7 @@ def main() -> None:
     stemmers = args.stemmers.split(",")
     suffix = ":sum" if args.df == "sum" else ""
     names = ["none"] + [f"{s}:{w:g}{suffix}" for s in stemmers for w in weights]
-    jobs = [(n, MODES if i == 0 else ("hybrid", "lexical")) for i, n in enumerate(names)]
-    with multiprocessing.get_context("fork").Pool(
-        args.workers, initializer=_init, initargs=(args.dir,)
-    ) as pool:
-        done = dict(pool.imap_unordered(_score, jobs))
-    results = [done[n] for n in names]
-    for r in results[1:]:  # semantic mode reads no lexical list: scored once
-        r["semantic"] = results[0]["semantic"]
+    results = lexical_stems.score_variants(args.dir, names, args.workers, _score)
     groups = sorted(results[0]["hybrid"])
     scores = fit_ranker.group_scores(results)
     # Lexical mode only: each variant's lexical scores beside today's hybrid and semantic.
@@ -322,17 +291,10 @@ def main() -> None:
             }
             for n, r in zip(names, results, strict=True)
         },
-        "by_variant": {
-            n: fit_ranker.summary(groups, {m: scores[m][i] for m in MODES})
-            for i, n in enumerate(names)
-        },
-        "by_variant_and_group": {
-            n: {
-                m: {g: round(float(scores[m][i][j]), 4) for j, g in enumerate(groups)}
-                for m in ("hybrid", "lexical")
-            }
-            for i, n in enumerate(names)
-        },
+        "by_variant": lexical_stems.summaries(names, scores, groups),
+        "by_variant_and_group": lexical_stems.by_group(
+            names, scores, groups, ("hybrid", "lexical")
+        ),
         "every_mode": _cv(names, scores, groups, every),
         "lexical_mode_only": _cv(names, lex_only, groups, every),
         "lexical_mode_only_by_stemmer": {

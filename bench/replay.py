@@ -11,6 +11,7 @@ vectors are embedded once; corpus vectors are cached under ``bench/.cache``. ``-
 embeds each chunk with a header (its path, or path and symbol; ``plain``: the content alone
 through the same code) as ``bench.repo_search --context`` does (bench/context_text.py), its
 vectors cached in files of their own; the query side is unchanged, so ``score`` needs no flag.
+The stores that record and answer are ``bench.replay_store``'s.
 
     python -m bench.replay record --bench repo|cosqa|own [--embedder onnx] [--out DIR]
         [--context plain|path|path_symbol]
@@ -25,110 +26,18 @@ import asyncio
 import json
 import pickle
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import context_text, repo_search
 from bench.harness import open_bench
+from bench.replay_store import RecordingStore, _Replay, _Vectors
 from bench.retrieval import metrics, rank_of, ranking_variants
 from codebase_mcp_search.core.fusion import FusionConfig
-from codebase_mcp_search.core.models import (
-    Chunk,
-    Repository,
-    ScoredChunk,
-    SearchFilters,
-    SearchQuery,
-)
+from codebase_mcp_search.core.models import SearchQuery
 from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.core.services import SearchService
 from codebase_mcp_search.entrypoints.settings import Settings
-
-DEPTH = 200
-
-
-class RecordingStore:
-    """A store proxy that records the searches made through it: each vector and lexical
-    search is fetched once at ``depth`` (a top-k is the head of a longer ranked list) and
-    answered from that list after."""
-
-    def __init__(self, store: Any, depth: int = DEPTH) -> None:
-        self._store = store
-        self._depth = depth
-        self.vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
-        self.lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
-        self.defs: dict[tuple[tuple[str, ...], SearchFilters], list[Chunk]] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def _head(
-        self, lists: dict[Any, Any], key: Any, fetch: Any, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        if key not in lists:
-            lists[key] = await fetch(self._depth)
-        hits, total = lists[key]
-        return hits[:limit], total
-
-    async def vector_search(
-        self, vector: Sequence[float], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        return await self._head(
-            self.vector,
-            (tuple(vector), filters),
-            lambda depth: self._store.vector_search(vector, filters, depth),
-            limit,
-        )
-
-    async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        return await self._head(
-            self.lexical,
-            (tuple(terms), filters),
-            lambda depth: self._store.lexical_search(terms, filters, depth),
-            limit,
-        )
-
-    async def definitions(
-        self, names: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[Chunk]:
-        key = (tuple(names), filters)
-        if key not in self.defs:
-            self.defs[key] = await self._store.definitions(names, filters, limit)
-        return self.defs[key][:limit]
-
-
-class _Replay(RecordingStore):
-    """Answers from recorded lists only."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(None)
-        self.vector, self.lexical, self.defs = data["vector"], data["lexical"], data["defs"]
-        self._repos: list[Repository] = data["repos"]
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(name)
-
-    async def list_repositories(self) -> list[Repository]:
-        return self._repos
-
-    async def get_repository(self, repository_id: str) -> Repository:
-        return next(r for r in self._repos if r.id == repository_id)
-
-    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
-        return {}
-
-
-class _Vectors:
-    def __init__(self, model: str, dimension: int, vectors: dict[str, list[float]]) -> None:
-        self.model, self.dimension, self._v = model, dimension, vectors
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self._v[text]
-
-    async def embed_documents(self, texts: Sequence[str]) -> Any:
-        raise NotImplementedError
 
 
 def _cache(args: argparse.Namespace, stem: str, name: str) -> Path:
@@ -314,7 +223,7 @@ async def score_cosqa(data: dict[str, Any], variant: Any, mode: str) -> list[int
     ranks: list[int | None] = []
     for text, path, start, end in data["queries"]:
         r = await svc.search(SearchQuery.build(text, mode=mode, limit=10))
-        ranks.append(rank_of(list(r.hits), path, start, end))
+        ranks.append(rank_of(r.hits, path, start, end))
     return ranks
 
 
@@ -328,7 +237,7 @@ async def score_own(data: dict[str, Any], variant: Any, mode: str) -> list[int |
                 q["query"], mode=mode, limit=10, repository_id=data["repo_ids"][q["corpus"]]
             )
         )
-        ranks.append(rank_of(list(r.hits), q["path"], q["start_line"], q["end_line"]))
+        ranks.append(rank_of(r.hits, q["path"], q["start_line"], q["end_line"]))
     return ranks
 
 

@@ -42,9 +42,9 @@ import numpy as np
 
 from bench import context_text
 from bench.harness import Bench, open_bench
-from bench.retrieval import Variant, emit, ranking_variants
+from bench.retrieval import Hit, Variant, emit, ranking_variants
 from codebase_mcp_search.adapters.onnx.model_files import INT8_RECIPE
-from codebase_mcp_search.core.models import Chunk, SearchHit, SearchMode, SearchQuery
+from codebase_mcp_search.core.models import Chunk, SearchMode, SearchQuery
 from codebase_mcp_search.entrypoints.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -93,7 +93,7 @@ def _covers(path: str, start: int, end: int, target: str | dict[str, Any]) -> bo
 
 
 def ndcg_at_10(
-    hits: Sequence[SearchHit], targets: Sequence[str | dict[str, Any]], n_relevant: int
+    hits: Sequence[Hit], targets: Sequence[str | dict[str, Any]], n_relevant: int
 ) -> float:
     if n_relevant == 0:
         return 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,12 +16,20 @@ SLACK_LINES = 20
 
 
 class Hit(Protocol):
-    file_path: str
-    start_line: int
-    end_line: int
+    """Where a hit lies: a ``SearchHit``, or a ``Chunk`` a bench ranks itself. Read-only
+    members, so that frozen models (whose fields cannot be set) are hits too."""
+
+    @property
+    def file_path(self) -> str: ...
+
+    @property
+    def start_line(self) -> int: ...
+
+    @property
+    def end_line(self) -> int: ...
 
 
-def rank_of(hits: list[Hit], path: str, start: int, end: int) -> int | None:
+def rank_of(hits: Sequence[Hit], path: str, start: int, end: int) -> int | None:
     """Rank (from 1) of the first hit in ``path`` overlapping ``start..end`` and at most
     ``SLACK_LINES`` lines longer than it; None when no hit qualifies."""
     for rank, h in enumerate(hits, start=1):

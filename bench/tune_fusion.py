@@ -30,7 +30,7 @@ import numpy as np
 
 from bench.cosqa_eval import DEFAULT_DATA, write_corpus
 from bench.own_eval import QUERIES as OWN_QUERIES
-from bench.replay import RecordingStore
+from bench.replay_store import RecordingStore
 from bench.retrieval import emit, metrics, rank_of
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import (

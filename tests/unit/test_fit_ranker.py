@@ -1,10 +1,11 @@
-"""bench.fit_ranker's round-six pieces: weights apart for the vector modes, the guard by another
-index's BASE (``--reference``), and the held-out figures by category."""
+"""bench.fit_ranker's round-six pieces: weights apart for the vector modes (in
+bench.ranker_space), the guard by another index's BASE (``--reference``), and the held-out
+figures by category."""
 
 from __future__ import annotations
 
 import numpy as np
-from bench import fit_ranker
+from bench import fit_ranker, ranker_space
 
 GROUPS = ["@cosqa", "@own", "a", "b"]
 
@@ -15,13 +16,18 @@ def _scores(rows: list[list[float]]) -> dict[str, np.ndarray]:
 
 
 def test_vector_mode_weights_replace_the_shared_ones_only_where_vectors_rank() -> None:
-    config = {**fit_ranker.BASE, "path_boost": 1.0, "vec.path_boost": 0.25, "vec.stem_boost": None}
+    config = {
+        **ranker_space.BASE,
+        "path_boost": 1.0,
+        "vec.path_boost": 0.25,
+        "vec.stem_boost": None,
+    }
 
-    assert fit_ranker.variant(config, "hybrid").ranking.path_boost == 0.25
-    assert fit_ranker.variant(config, "semantic").ranking.path_boost == 0.25
-    assert fit_ranker.variant(config, "lexical").ranking.path_boost == 1.0
+    assert ranker_space.variant(config, "hybrid").ranking.path_boost == 0.25
+    assert ranker_space.variant(config, "semantic").ranking.path_boost == 0.25
+    assert ranker_space.variant(config, "lexical").ranking.path_boost == 1.0
     # None: the shared weight in every mode.
-    assert fit_ranker.variant(config, "hybrid").ranking.stem_boost == config["stem_boost"]
+    assert ranker_space.variant(config, "hybrid").ranking.stem_boost == config["stem_boost"]
 
 
 def test_a_reference_no_configuration_matches_on_every_block_is_kept_by_every_fold() -> None:

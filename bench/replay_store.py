@@ -1,0 +1,99 @@
+"""The recorded store of ``bench.replay``: a proxy that records the searches made through it,
+and the store and embedder that answer from those recordings alone (no index, no model).
+
+Apart from ``bench.replay`` because other benches replay recordings through their own
+services (``bench.fusion_gap``, ``bench.ltr``, ``bench.tune_fusion``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from codebase_mcp_search.core.models import Chunk, Repository, ScoredChunk, SearchFilters
+
+DEPTH = 200
+
+
+class RecordingStore:
+    """A store proxy that records the searches made through it: each vector and lexical
+    search is fetched once at ``depth`` (a top-k is the head of a longer ranked list) and
+    answered from that list after."""
+
+    def __init__(self, store: Any, depth: int = DEPTH) -> None:
+        self._store = store
+        self._depth = depth
+        self.vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
+        self.lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
+        self.defs: dict[tuple[tuple[str, ...], SearchFilters], list[Chunk]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def _head(
+        self, lists: dict[Any, Any], key: Any, fetch: Any, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        if key not in lists:
+            lists[key] = await fetch(self._depth)
+        hits, total = lists[key]
+        return hits[:limit], total
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        return await self._head(
+            self.vector,
+            (tuple(vector), filters),
+            lambda depth: self._store.vector_search(vector, filters, depth),
+            limit,
+        )
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        return await self._head(
+            self.lexical,
+            (tuple(terms), filters),
+            lambda depth: self._store.lexical_search(terms, filters, depth),
+            limit,
+        )
+
+    async def definitions(
+        self, names: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[Chunk]:
+        key = (tuple(names), filters)
+        if key not in self.defs:
+            self.defs[key] = await self._store.definitions(names, filters, limit)
+        return self.defs[key][:limit]
+
+
+class _Replay(RecordingStore):
+    """Answers from recorded lists only."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(None)
+        self.vector, self.lexical, self.defs = data["vector"], data["lexical"], data["defs"]
+        self._repos: list[Repository] = data["repos"]
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+    async def list_repositories(self) -> list[Repository]:
+        return self._repos
+
+    async def get_repository(self, repository_id: str) -> Repository:
+        return next(r for r in self._repos if r.id == repository_id)
+
+    async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
+        return {}
+
+
+class _Vectors:
+    def __init__(self, model: str, dimension: int, vectors: dict[str, list[float]]) -> None:
+        self.model, self.dimension, self._v = model, dimension, vectors
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self._v[text]
+
+    async def embed_documents(self, texts: Sequence[str]) -> Any:
+        raise NotImplementedError
