@@ -85,6 +85,19 @@ class Jobs:
         return None if not rows else int(rows[0]["n"])
 
 
+async def _hold_first_write(data: Path, jobs: Jobs, project: str) -> asyncpg.Connection:
+    """Create ``project``'s schema on the embedded server (as the CLI would) and hold its
+    document statistics row locked in an open transaction: a lexical run then stops at its
+    first write."""
+    settings = Settings(database_url=None, data_dir=data, embedder="none")
+    async with open_codebase(settings, project_id=project) as codebase:
+        await codebase.repositories()  # the schema is made on the store's first use
+    conn = await asyncpg.connect(jobs.url)
+    await conn.execute("BEGIN")
+    await conn.execute(f"SELECT FROM {schema_name(project)}.corpus_stats FOR UPDATE")
+    return conn
+
+
 def _tail(log: Path) -> str:
     return log.read_text()[-3000:]
 
@@ -194,11 +207,17 @@ async def test_a_job_outlives_its_database_killed_at_any_point(
         }
         env = {**embedded_env(data), **ollama}
         worker = _spawn_worker(env, log)
+        hold: asyncpg.Connection | None = None
         try:
             deadline = time.monotonic() + 90
             while b"running up to" not in log.read_bytes():
                 assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)
+            # The run's first write waits on this lock (every write moves the project's
+            # document statistics), so the kill below lands inside the lexical run however
+            # fast it would otherwise be: killed after its last write, the run is done and
+            # only the worker's record of it is retried, never blocked.
+            hold = await _hold_first_write(data, jobs, project)
             lexical_id = _queue(env, root)
             # A caller that joined the job (index_repository's way) follows it through.
             follower_db = PgDatabase(jobs.url, data_dir=tmp_path / "follower")
@@ -219,6 +238,7 @@ async def test_a_job_outlives_its_database_killed_at_any_point(
                 await asyncio.sleep(0.02)
             assert rows[0]["status"] == "running", rows
             await _kill_and_recover(data, jobs, project, lexical_id, log)
+            hold.terminate()  # its backend died with the server
             try:
                 followed = await asyncio.wait_for(follower, BACK_S)
             except StoreUnavailable as e:  # a clear error is the other acceptable end
@@ -273,6 +293,8 @@ async def test_a_job_outlives_its_database_killed_at_any_point(
             )
             assert got is not None
         finally:
+            if hold is not None and not hold.is_closed():
+                hold.terminate()
             if worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)
                 try:
