@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, lexical_fields, proximity, replay, repo_search
+from bench import fit_ranker, proximity, replay, replay_store, repo_search
 from bench.file_graph import ENTRY, FileKey, centralities, log_scaled
 from bench.retrieval import Variant, emit
 from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchQuery
@@ -341,7 +341,7 @@ def main() -> None:
         return
     if not args.dir:
         p.error("--dir: the recordings of bench.replay record (all three benches)")
-    datas = lexical_fields._load(args.dir)
+    datas = replay_store.load_recordings(args.dir)
     if args.repos:
         datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
     emit(graph(datas) if args.cmd == "graph" else score(args, datas), args.out)

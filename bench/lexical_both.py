@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import centrality, fit_ranker, lexical_fields, proximity
+from bench import centrality, fit_ranker, proximity, replay_store
 from bench.file_graph import centralities, log_scaled
 from bench.query_stems import Index, QueryStems, rebuild
 from bench.retrieval import Variant, emit
@@ -156,7 +156,7 @@ def main() -> None:
     p.add_argument("--on", default="snowball:1.25:sum", help="the stems the prior is put on")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = lexical_fields._load(args.dir)
+    datas = replay_store.load_recordings(args.dir)
     stems = args.stems.split(",")
     if stems[0] != "none":
         p.error("--stems: today's (none) first")

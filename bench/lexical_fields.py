@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -130,19 +129,6 @@ async def evaluate(
     return out
 
 
-def _load(directory: str) -> dict[str, dict[str, Any]]:
-    d = Path(directory)
-    datas = {f.stem[5:]: pickle.loads(f.read_bytes()) for f in sorted(d.glob("repo_*.pkl"))}
-    for name in ("cosqa", "own"):
-        f = d / f"{name}.pkl"
-        if f.exists():
-            datas[f"@{name}"] = pickle.loads(f.read_bytes())
-    missing = [g for g, data in datas.items() if "chunks" not in data]
-    if missing:
-        raise SystemExit(f"recordings without their chunks (record them again): {missing}")
-    return datas
-
-
 def check(
     datas: dict[str, dict[str, Any]],
     rebuilt: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -169,7 +155,7 @@ def main() -> None:
     p.add_argument("--check", action="store_true", help="only check today's lists reproduce")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = _load(args.dir)
+    datas = replay_store.load_recordings(args.dir)
     if args.check:
         check(datas)
         return

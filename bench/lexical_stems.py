@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, lexical_fields
+from bench import fit_ranker, lexical_fields, replay_store
 from bench.retrieval import emit
 from codebase_mcp_search.core import lexical
 
@@ -224,7 +224,7 @@ _DATAS: dict[str, dict[str, Any]] = {}
 
 
 def _init(directory: str) -> None:
-    _DATAS.update(lexical_fields._load(directory))
+    _DATAS.update(replay_store.load_recordings(directory))
 
 
 def _run(score: Score, job: tuple[str, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
@@ -361,10 +361,10 @@ def main() -> None:
     if names[0] != "none":
         raise SystemExit("the first variant is the base: none")
     if args.check:
-        check(lexical_fields._load(args.dir))
+        check(replay_store.load_recordings(args.dir))
         return
     if args.cost:
-        print(json.dumps(cost(lexical_fields._load(args.dir), names)))
+        print(json.dumps(cost(replay_store.load_recordings(args.dir), names)))
         return
     results = score_variants(args.dir, names, args.workers, _score)
     groups = sorted(results[0]["hybrid"])

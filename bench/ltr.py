@@ -329,14 +329,13 @@ async def dump_group(
 
 
 async def dump(args: argparse.Namespace) -> None:
-    d = Path(args.dir)
     modes = args.modes.split(",")
     groups: dict[str, Any] = {"rows": [], "repo_meta": {}, "top": args.top}
-    for f in sorted(await asyncio.to_thread(lambda: list(d.glob("repo_*.pkl")))):
-        name = f.stem[5:]
-        if args.repos and name not in args.repos.split(","):
+    datas = await asyncio.to_thread(replay_store.load_recordings, args.dir)
+    wanted = set(args.repos.split(",")) if args.repos else None
+    for name, data in datas.items():
+        if name.startswith("@") or (wanted is not None and name not in wanted):
             continue
-        data = pickle.loads(f.read_bytes())
         for q in data["queries"]:
             targets = list(q.get("relevant", [])) + list(q.get("secondary", []))
             q["_targets"] = targets
@@ -354,10 +353,10 @@ async def dump(args: argparse.Namespace) -> None:
             ],
         }
         groups["rows"] += await dump_group(data, "repo", name, modes, args.top)
-    for kind, flag in (("cosqa", args.no_cosqa), ("own", args.no_own)):
-        if not flag and (d / f"{kind}.pkl").exists():
-            data = pickle.loads((d / f"{kind}.pkl").read_bytes())
-            groups["rows"] += await dump_group(data, kind, kind, modes, args.top)
+    for kind, skip in (("cosqa", args.no_cosqa), ("own", args.no_own)):
+        recorded = datas.get(f"@{kind}")
+        if not skip and recorded is not None:
+            groups["rows"] += await dump_group(recorded, kind, kind, modes, args.top)
     await asyncio.to_thread(Path(args.out).write_bytes, pickle.dumps(groups))
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, lexical_fields, replay
+from bench import fit_ranker, lexical_fields, replay, replay_store
 from bench.retrieval import Variant, emit
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.ranking import RankingConfig
@@ -224,7 +224,7 @@ def main() -> None:
     p.add_argument("--joined", default="0.25,0.5,1", help="joined pair terms' query weights")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = lexical_fields._load(args.dir)
+    datas = replay_store.load_recordings(args.dir)
     report = run_pairs(
         datas,
         [float(w) for w in args.weights.split(",") if w],

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import fit_ranker, lexical_fields, lexical_stems
+from bench import fit_ranker, lexical_fields, lexical_stems, replay_store
 from bench.retrieval import emit
 from codebase_mcp_search.core import lexical
 
@@ -261,10 +261,10 @@ def main() -> None:
         emit(combine(args.combine.split(","), args.stemmers.split(",")), args.out)
         return
     if args.check:
-        check(lexical_fields._load(args.dir), weights)
+        check(replay_store.load_recordings(args.dir), weights)
         return
     if args.cost:
-        emit(cost(lexical_fields._load(args.dir), args.cost.split(",")), args.out)
+        emit(cost(replay_store.load_recordings(args.dir), args.cost.split(",")), args.out)
         return
     stemmers = args.stemmers.split(",")
     suffix = ":sum" if args.df == "sum" else ""

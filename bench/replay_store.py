@@ -7,7 +7,9 @@ services (``bench.fusion_gap``, ``bench.ltr``, ``bench.tune_fusion``).
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from codebase_mcp_search.core.models import Chunk, Repository, ScoredChunk, SearchFilters
@@ -97,3 +99,19 @@ class _Vectors:
 
     async def embed_documents(self, texts: Sequence[str]) -> Any:
         raise NotImplementedError
+
+
+def load_recordings(directory: str) -> dict[str, dict[str, Any]]:
+    """The recordings of ``bench.replay record`` in ``directory``: each repository's by its
+    name, in name order, then CoSQA's and the own eval's as ``@cosqa`` and ``@own`` (where
+    recorded). Every one must hold its chunks (recorded since round four)."""
+    d = Path(directory)
+    datas = {f.stem[5:]: pickle.loads(f.read_bytes()) for f in sorted(d.glob("repo_*.pkl"))}
+    for name in ("cosqa", "own"):
+        f = d / f"{name}.pkl"
+        if f.exists():
+            datas[f"@{name}"] = pickle.loads(f.read_bytes())
+    missing = [g for g, data in datas.items() if "chunks" not in data]
+    if missing:
+        raise SystemExit(f"recordings without their chunks (record them again): {missing}")
+    return datas
