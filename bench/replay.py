@@ -41,10 +41,8 @@ from codebase_mcp_search.entrypoints.settings import Settings
 
 
 def _cache(args: argparse.Namespace, stem: str, name: str) -> Path:
-    """A vector cache file; a header variant's vectors in files of their own, named as
-    ``bench.repo_search --context`` names them (so its caches serve the replay too)."""
-    ctx = f"_ctx-{args.context}" if args.context else ""
-    return repo_search.CACHE / f"{stem}_{args.embedder}{ctx}_{name}.npz"
+    """A vector cache file, named as ``bench.repo_search`` names its own."""
+    return repo_search.vector_cache(stem, args.embedder, name, context=args.context)
 
 
 async def _record_one(

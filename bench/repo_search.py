@@ -140,6 +140,17 @@ def _graph(model: str) -> str:
     return INT8_RECIPE if model.startswith("onnx/") and model.endswith("-int8") else ""
 
 
+def vector_cache(
+    bench: str, embedder: str, name: str, *, context: str | None, max_tokens: int | None = None
+) -> Path:
+    """The file caching ``name``'s corpus vectors (``bench.replay`` shares it, so one run's
+    vectors serve the other). A token budget or a header variant changes the vectors but not
+    the model's name: each gets a file of its own."""
+    budget = f"_t{max_tokens}" if max_tokens else ""
+    ctx = f"_ctx-{context}" if context else ""
+    return CACHE / f"{bench}_{embedder}{budget}{ctx}_{name}.npz"
+
+
 def _load_cache(cache_file: Path) -> tuple[str, dict[str, Any]] | None:
     """The cached vectors and their model's name; None when there are none, or when they
     were made by another graph of the model (embedded afresh then)."""
@@ -195,10 +206,9 @@ async def run_repo(
     if spec.get("benchmark_root"):
         root = root / spec["benchmark_root"]
     settings = Settings(store="memory", embedder=args.embedder, onnx_max_tokens=args.max_tokens)
-    # The budget changes the vectors but not the model's name: a cache of its own.
-    budget = f"_t{args.max_tokens}" if args.max_tokens else ""
-    ctx = f"_ctx-{args.context}" if args.context else ""
-    cache_file = CACHE / f"repo_search_{args.embedder}{budget}{ctx}_{spec['name']}.npz"
+    cache_file = vector_cache(
+        "repo_search", args.embedder, spec["name"], context=args.context, max_tokens=args.max_tokens
+    )
     async with open_bench(settings) as bench:
         cb = bench.codebase
         await _seed_vectors(bench, cache_file)
