@@ -122,12 +122,17 @@ async def test_renew_records_progress_that_only_grows(job_queue: JobQueue) -> No
         files_scanned=9,
         files_indexed=2,
         chunks_created=5,
+        vectors_stored=10,
+        chunks_embedded=7,
         eta_seconds=12.5,
     )
     renewed = await job_queue.renew(job.id, "w", LEASE, progress)
     assert renewed.progress_percentage == 40
     assert renewed.progress_message == "Generating embeddings: 10/100"
     assert (renewed.files_scanned, renewed.files_indexed, renewed.chunks_created) == (9, 2, 5)
+    # A worker resuming the job goes on from these counts.
+    assert (renewed.vectors_stored, renewed.chunks_embedded) == (10, 7)
+    assert (await job_queue.get(job.id)).vectors_stored == 10
     assert renewed.eta_seconds == 12.5
     lower = progress.model_copy(update={"percentage": 30, "message": "Writing files: 3/9"})
     again = await job_queue.renew(job.id, "w", LEASE, lower)

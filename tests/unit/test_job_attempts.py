@@ -6,13 +6,24 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable
 
+import pytest
+
 from codebase_mcp_search.adapters.memory import (
     InMemoryChunkStore,
     InMemoryJobQueue,
     InMemorySourceTree,
 )
-from codebase_mcp_search.core.errors import StoreUnavailable
-from codebase_mcp_search.core.models import IndexRequest, IndexResult, JobProgress, JobStatus
+from codebase_mcp_search.core.errors import Cancelled, StoreUnavailable
+from codebase_mcp_search.core.models import (
+    IndexRequest,
+    IndexResult,
+    JobKind,
+    JobProgress,
+    JobStatus,
+    VectorResult,
+    new_job,
+    utcnow,
+)
 from codebase_mcp_search.core.services import (
     CancellationToken,
     IndexingFor,
@@ -23,7 +34,14 @@ from codebase_mcp_search.core.services import (
     RunCounts,
     RunProgress,
 )
-from tests.unit.indexing_doubles import new_service, numbered_files
+from tests.factories import THREADS
+from tests.unit.indexing_doubles import (
+    CHUNKER,
+    TOKENS,
+    CountingEmbedder,
+    new_service,
+    numbered_files,
+)
 from tests.unit.test_job_worker import FAST, _is, running, until
 
 ROOT = "/repo"
@@ -61,6 +79,24 @@ class Watched:
         wait: bool = True,
         counts: RunCounts | None = None,
     ) -> IndexResult:
+        return await self.service.index(
+            request, progress=self._seen(progress), cancel=cancel, counts=counts
+        )
+
+    async def build_vectors(
+        self,
+        request: IndexRequest,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        wait: bool = True,
+        counts: RunCounts | None = None,
+    ) -> VectorResult:
+        return await self.service.build_vectors(
+            request, progress=self._seen(progress), cancel=cancel, counts=counts
+        )
+
+    def _seen(self, progress: ProgressCallback | None) -> ProgressCallback:
         assert isinstance(progress, RunProgress)
         tracker = progress
 
@@ -69,7 +105,7 @@ class Watched:
             self.messages.append(tracker.message)
             return outcome
 
-        return await self.service.index(request, progress=seen, cancel=cancel, counts=counts)
+        return seen
 
     async def vectors_missing(self, request: IndexRequest) -> int:
         return 0
@@ -162,3 +198,44 @@ def test_a_retried_semantic_run_counts_its_vectors_over_both_runs() -> None:
     tracker("embedding", 70, 70)
     assert tracker.message == "Generating embeddings: 100/100"
     assert tracker.percentage == 99
+
+
+async def test_a_resumed_semantic_job_counts_the_vectors_its_dead_worker_stored() -> None:
+    tree = InMemorySourceTree({ROOT: numbered_files(FILES)})
+    store = InMemoryChunkStore()
+    service = IndexingService(
+        store, tree, CHUNKER, TOKENS, CountingEmbedder(), chunking_pool=THREADS, vector_batch=4
+    )
+    request = IndexRequest(root=ROOT)
+    assert (await service.index(request)).vectors_missing == FILES
+    queue = InMemoryJobQueue()
+    job = await queue.submit(new_job("p", request, JobKind.SEMANTIC, utcnow()))
+    # A worker claimed it, stored two batches of vectors, recorded so at a heartbeat and died.
+    claimed = await queue.claim("gone", 3600)
+    assert claimed is not None
+    tracker, token = RunProgress.resuming(claimed), CancellationToken()
+
+    def two_batches(phase, done, total) -> Awaitable[None] | None:  # type: ignore[no-untyped-def]
+        if done >= 8:
+            token.cancel()
+        return tracker(phase, done, total)
+
+    with pytest.raises(Cancelled):
+        await service.build_vectors(
+            request, progress=two_batches, cancel=token, counts=tracker.next_attempt()
+        )
+    await queue.renew(job.id, "gone", 3600, tracker.snapshot())
+    assert (await queue.get(job.id)).progress_message == f"Generating embeddings: 8/{FILES}"
+    watched = Watched(service)
+    worker = JobWorker(queue, resolver(watched), "new", FAST, is_dead=lambda wid: wid == "gone")
+    async with running(worker):
+        await until(_is(queue, job.id, JobStatus.COMPLETED))
+    done = await queue.get(job.id)
+    embedding = [m for m in watched.messages if m.startswith("Generating embeddings")]
+    # The job goes on from the 8 vectors stored, not from 0 of the 12 left.
+    assert embedding[0] == f"Generating embeddings: 8/{FILES}"
+    assert embedding[-1] == f"Generating embeddings: {FILES}/{FILES}"
+    assert overshoots(watched.messages) == []
+    assert (done.vectors_stored, done.chunks_embedded) == (FILES, FILES)
+    assert isinstance(done.result, VectorResult)
+    assert done.result.chunks_embedded == FILES

@@ -37,19 +37,22 @@ _COLUMNS = (
     "id::text AS id, project_id, repo_path, repo_name, force_reindex, kind, status, "
     "cancel_requested, "
     "progress_percentage, progress_message, files_scanned, files_indexed, chunks_created, "
-    "eta_seconds, error_message, error_type, result::text AS result, worker_id, "
+    "vectors_stored, chunks_embedded, eta_seconds, error_message, error_type, "
+    "result::text AS result, worker_id, "
     "lease_expires_at, attempts, created_at, started_at, completed_at, cancelled_at"
 )
 _ACTIVE = "('pending', 'running', 'blocked')"
 # A lease that ran out: its worker died (or lost the database) and the job may be taken over.
 _EXPIRED = "(lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())"
-# The columns a progress update sets from parameters $p .. $p+5 (NULL: keep); the percentage
+# The columns a progress update sets from parameters $p .. $p+7 (NULL: keep); the percentage
 # only grows, and the ETA is cleared once a job has ended ({ended}).
 _PROGRESS = """progress_percentage = greatest(progress_percentage, coalesce(${p}, 0)),
         progress_message = coalesce(${p1}, progress_message),
         files_scanned = coalesce(${p2}, files_scanned),
         files_indexed = coalesce(${p3}, files_indexed),
         chunks_created = coalesce(${p4}, chunks_created),
+        vectors_stored = coalesce(${p6}, vectors_stored),
+        chunks_embedded = coalesce(${p7}, chunks_embedded),
         eta_seconds = CASE WHEN {ended} THEN NULL
             WHEN ${p1}::text IS NULL THEN eta_seconds ELSE ${p5} END"""
 
@@ -113,7 +116,9 @@ RENEW = _jobs(
            lease_expires_at = clock_timestamp() + make_interval(secs => $2),
            {progress}
        WHERE id = $1::uuid RETURNING {columns}""",
-    progress=part(_PROGRESS, p="3", p1="4", p2="5", p3="6", p4="7", p5="8", ended="false"),
+    progress=part(
+        _PROGRESS, p="3", p1="4", p2="5", p3="6", p4="7", p5="8", p6="9", p7="10", ended="false"
+    ),
     columns=_COLUMNS,
 )
 FINISH = _jobs(
@@ -124,7 +129,9 @@ FINISH = _jobs(
            cancelled_at = CASE WHEN $2 = 'cancelled' THEN clock_timestamp() END,
            {progress}
        WHERE id = $1::uuid RETURNING {columns}""",
-    progress=part(_PROGRESS, p="7", p1="8", p2="9", p3="10", p4="11", p5="12", ended="$6"),
+    progress=part(
+        _PROGRESS, p="7", p1="8", p2="9", p3="10", p4="11", p5="12", p6="13", p7="14", ended="$6"
+    ),
     columns=_COLUMNS,
 )
 TO_CANCEL = _jobs(
@@ -164,7 +171,7 @@ def _progress_args(progress: JobProgress | None, *, complete: bool = False) -> t
     """Parameters of a progress update (``_PROGRESS``); ``complete`` sets the percentage to
     100."""
     if progress is None:
-        return (100 if complete else None, None, None, None, None, None)
+        return (100 if complete else None, None, None, None, None, None, None, None)
     return (
         100 if complete else progress.percentage,
         progress.message,
@@ -172,6 +179,8 @@ def _progress_args(progress: JobProgress | None, *, complete: bool = False) -> t
         progress.files_indexed,
         progress.chunks_created,
         progress.eta_seconds,
+        progress.vectors_stored,
+        progress.chunks_embedded,
     )
 
 

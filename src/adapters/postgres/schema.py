@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS {s}.jobs (
 );
 -- Which layer a job builds (a table made before the two layers has no column yet).
 ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'lexical';
+-- A semantic job's counts, so that a worker resuming it goes on from them (added later too).
+ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS vectors_stored int NOT NULL DEFAULT 0;
+ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS chunks_embedded int NOT NULL DEFAULT 0;
 -- One active job of each kind per repository of a project; a second submit fails on this
 -- index (it replaces jobs_active, of one active job per repository whatever its kind).
 DROP INDEX IF EXISTS {s}.jobs_active;

@@ -146,6 +146,9 @@ class JobProgress(FrozenModel):
     files_scanned: int = Field(default=0, ge=0)
     files_indexed: int = Field(default=0, ge=0)
     chunks_created: int = Field(default=0, ge=0)
+    vectors_stored: int = Field(default=0, ge=0)
+    chunks_embedded: int = Field(default=0, ge=0)
+    """Chunk texts the model embedded (the rest of the vectors came from the cache)."""
     eta_seconds: float | None = None
 
 
@@ -165,6 +168,9 @@ class Job(FrozenModel):
     files_scanned: int = 0
     files_indexed: int = 0
     chunks_created: int = 0
+    vectors_stored: int = 0
+    chunks_embedded: int = 0
+    """Counted, like the files, so that a run resuming the job goes on from them."""
     eta_seconds: float | None = None
     error_message: str | None = None
     error_type: str | None = None
@@ -190,6 +196,8 @@ class Job(FrozenModel):
                 "files_scanned": progress.files_scanned,
                 "files_indexed": progress.files_indexed,
                 "chunks_created": progress.chunks_created,
+                "vectors_stored": progress.vectors_stored,
+                "chunks_embedded": progress.chunks_embedded,
                 "eta_seconds": progress.eta_seconds,
             }
         )

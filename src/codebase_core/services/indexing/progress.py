@@ -196,6 +196,8 @@ class RunProgress:
             files_indexed=job.files_indexed,
             files_written=job.files_indexed,
             chunks_created=job.chunks_created,
+            embedded=job.chunks_embedded,
+            vectors_stored=job.vectors_stored,
         )
         return cls(floor=job.progress_percentage, earlier=earlier)
 
@@ -265,5 +267,7 @@ class RunProgress:
             files_scanned=counts.files_scanned,
             files_indexed=counts.files_indexed,
             chunks_created=counts.chunks_created,
+            vectors_stored=counts.vectors_stored,
+            chunks_embedded=counts.embedded,
             eta_seconds=self.eta_seconds(),
         )
