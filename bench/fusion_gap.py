@@ -26,31 +26,13 @@ from typing import Any
 import numpy as np
 
 from bench import repo_search
-from bench.replay_store import _Replay, _Vectors
+from bench.replay_store import Capturing, _Vectors
 from bench.retrieval import SLACK_LINES, ranking_variants
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import ScoredChunk, SearchQuery
 from codebase_mcp_search.core.services import SearchService
 
 MODES = ("hybrid", "lexical", "semantic")
-
-
-class _Capturing(_Replay):
-    """A replay store that keeps the last vector and lexical list a search asked for."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(data)
-        self.last: dict[str, list[ScoredChunk]] = {}
-
-    async def vector_search(self, vector: Any, filters: Any, limit: int) -> Any:
-        hits, total = await super().vector_search(vector, filters, limit)
-        self.last["semantic"] = hits
-        return hits, total
-
-    async def lexical_search(self, terms: Any, filters: Any, limit: int) -> Any:
-        hits, total = await super().lexical_search(terms, filters, limit)
-        self.last["lexical"] = hits
-        return hits, total
 
 
 def features(sem: list[ScoredChunk], lex: list[ScoredChunk]) -> dict[str, float]:
@@ -76,7 +58,7 @@ def first_rank(items: list[Any], hit: Any) -> int | None:
 
 async def run(data: dict[str, Any], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each question: its metric per mode, the answer's rank per raw list, the features."""
-    store = _Capturing(data)
+    store = Capturing(data)
     emb = _Vectors(data["model"], data["dimension"], data["vectors"])
     variant = ranking_variants(None)["default"]
     svc = SearchService(store, emb, fusion=FusionConfig(), ranking=variant.ranking)
@@ -85,7 +67,7 @@ async def run(data: dict[str, Any], questions: list[dict[str, Any]]) -> list[dic
         hit = q["hit"]
         row: dict[str, Any] = {"query": q["text"]}
         for mode in MODES:
-            store.last = {}
+            store.forget()
             query = SearchQuery.build(q["text"], mode=mode, limit=10, repository_id=q.get("repo"))
             hits = list((await svc.search(query)).hits)
             row[mode] = q["metric"](hits)

@@ -34,7 +34,7 @@ from bench import replay_store, repo_search
 from bench.retrieval import SLACK_LINES
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.fusion import FusionConfig
-from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchFilters, SearchQuery
+from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchQuery
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig
 from codebase_mcp_search.core.ranking.definitions import definition_gains
 from codebase_mcp_search.core.ranking.hollow import HOLLOW_KINDS, is_hollow, named_by
@@ -184,35 +184,12 @@ def features(
     return x
 
 
-class _Seen(replay_store._Replay):
-    """The recorded store, remembering the lists the last search fetched."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(data)
-        self.last_lex: list[ScoredChunk] | None = None
-        self.last_vec: list[ScoredChunk] | None = None
-
-    async def vector_search(
-        self, vector: Sequence[float], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        hits, total = await super().vector_search(vector, filters, limit)
-        self.last_vec = hits
-        return hits, total
-
-    async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> tuple[list[ScoredChunk], int]:
-        hits, total = await super().lexical_search(terms, filters, limit)
-        self.last_lex = hits
-        return hits, total
-
-
 class Stage:
     """Wraps the service's ``rerank``: calls it, then hands its result to ``after`` (which
     may dump it or re-order its head) with the context of the search."""
 
     def __init__(self) -> None:
-        self.store: _Seen | None = None
+        self.store: replay_store.Capturing | None = None
         self.after: Callable[[list[ScoredChunk], dict[str, Any]], list[ScoredChunk]] | None = None
         self.real = rerank_mod.rerank
 
@@ -228,8 +205,8 @@ class Stage:
         ctx = {
             "fused": list(candidates),
             "definitions": list(definitions),
-            "lex": self.store.last_lex,
-            "vec": self.store.last_vec,
+            "lex": self.store.last.get("lexical"),
+            "vec": self.store.last.get("semantic"),
             "profile": profile,
             "config": config,
         }
@@ -242,7 +219,7 @@ STAGE = Stage()
 def service(data: dict[str, Any]) -> SearchService:
     """The replay's service over ``data`` (default ranking and fusion), through ``STAGE``."""
     service_mod.rerank = STAGE  # type: ignore[attr-defined]
-    store = _Seen(data)
+    store = replay_store.Capturing(data)
     STAGE.store = store
     emb = replay_store._Vectors(data["model"], data["dimension"], data["vectors"])
     return SearchService(store, emb, fusion=FusionConfig(), ranking=RankingConfig())
@@ -297,7 +274,7 @@ async def dump_group(
                 return out
 
             assert STAGE.store is not None
-            STAGE.store.last_lex = STAGE.store.last_vec = None
+            STAGE.store.forget()
             STAGE.after = after
             result = await svc.search(
                 SearchQuery.build(text, mode=mode, limit=10, repository_id=filters)

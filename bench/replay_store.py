@@ -90,6 +90,34 @@ class _Replay(RecordingStore):
         return {}
 
 
+class Capturing(_Replay):
+    """The recorded store, keeping the last ``semantic`` and ``lexical`` list a search
+    fetched (the lists a fusion saw, for the benches that study them)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.last: dict[str, list[ScoredChunk]] = {}
+
+    def forget(self) -> None:
+        """Drop the lists kept (before the next search, so a mode that fetches one list
+        does not show the last search's other)."""
+        self.last = {}
+
+    async def vector_search(
+        self, vector: Sequence[float], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        hits, total = await super().vector_search(vector, filters, limit)
+        self.last["semantic"] = hits
+        return hits, total
+
+    async def lexical_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> tuple[list[ScoredChunk], int]:
+        hits, total = await super().lexical_search(terms, filters, limit)
+        self.last["lexical"] = hits
+        return hits, total
+
+
 class _Vectors:
     def __init__(self, model: str, dimension: int, vectors: dict[str, list[float]]) -> None:
         self.model, self.dimension, self._v = model, dimension, vectors
