@@ -161,7 +161,8 @@ def bm25(
 async def _vectors(emb: OnnxEmbedder, texts: Sequence[str], name: str) -> np.ndarray:
     path = CACHE / f"cosqa_ceiling_{name}.npy"
     if path.exists():
-        return np.load(path)
+        loaded: np.ndarray = np.load(path)
+        return loaded
     v = np.asarray((await emb.embed_documents(list(texts))).vectors, dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, v)

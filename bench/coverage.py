@@ -48,7 +48,7 @@ async def _vectors_of(bench: Bench, chunks: Sequence[Chunk]) -> dict[str, list[f
     todo = [c for c in {c.content_hash: c for c in chunks}.values() if c.content_hash not in found]
     if todo:
         made = (await embedder.embed_documents([c.content for c in todo])).vectors
-        found.update({c.content_hash: v for c, v in zip(todo, made, strict=True)})
+        found.update({c.content_hash: list(v) for c, v in zip(todo, made, strict=True)})
     return {h: [float(x) for x in found[h]] for h in hashes}
 
 

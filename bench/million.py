@@ -178,7 +178,7 @@ async def search(
         )
         for q in qs[:5]:  # the pool's connections and the statements' plans
             await service.search(SearchQuery.build(q))
-        cells = [(m, None) for m in ("lexical", "semantic", "hybrid")]
+        cells: list[tuple[str, str | None]] = [(m, None) for m in ("lexical", "semantic", "hybrid")]
         cells += [(m, d) for d in directories or [] for m in ("lexical", "semantic", "hybrid")]
         for mode, directory in cells:
             samples: list[float] = []

@@ -175,8 +175,8 @@ def index_phases(results: Path, out: Path) -> Path:
         ys = [k + (i - 0.5) * height for k in range(len(kinds))]
         values = [data[key] for _, key in kinds]
         bottom.barh(ys, values, height, label=label, color=colour)
-        for y, v in zip(ys, values, strict=True):
-            bottom.text(v * 1.08, y, f"{v:g} s", va="center", fontsize=8)
+        for at, value in zip(ys, values, strict=True):
+            bottom.text(value * 1.08, at, f"{value:g} s", va="center", fontsize=8)
     bottom.set_xscale("log")
     bottom.set_xlim(0.1, 100)
     bottom.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

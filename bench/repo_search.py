@@ -263,8 +263,8 @@ def summarise(
         for c, v in per_cat.items():
             cats[c].append(statistics.fmean(v))
     by_lang: dict[str, list[float]] = defaultdict(list)
-    for name, v in repo_means.items():
-        by_lang[langs[name]].append(v)
+    for name, mean in repo_means.items():
+        by_lang[langs[name]].append(mean)
     latencies.sort()
     return {
         "ndcg@10": round(statistics.fmean(repo_means.values()), 4),
