@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase, schema_name
-from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SQL, MIGRATIONS, SCHEMA_VERSION
+from codebase_mcp_search.adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from codebase_mcp_search.adapters.postgres.shared_tables import GLOBAL_SQL
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.errors import (
     StoreUnavailable,

@@ -27,7 +27,8 @@ from codebase_mcp_search.adapters.postgres._errors import (
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger
 from codebase_mcp_search.adapters.postgres.changes import ChangeFeed
 from codebase_mcp_search.adapters.postgres.embedded import start_embedded
-from codebase_mcp_search.adapters.postgres.schema import GLOBAL_SQL, schema_name
+from codebase_mcp_search.adapters.postgres.schema import schema_name
+from codebase_mcp_search.adapters.postgres.shared_tables import GLOBAL_SQL
 from codebase_mcp_search.adapters.postgres.workspaces import (
     LOCK_MIGRATIONS,
     MIGRATION_LOCK,
