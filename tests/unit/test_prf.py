@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bench import lexical_fields, prf
+from bench import lexical_fields
+from bench import prf_lists as prf
 
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchFilters
