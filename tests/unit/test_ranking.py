@@ -161,6 +161,14 @@ def test_the_chunk_symbol_counts_as_a_definition() -> None:
         ("api/service.pb.go", FileRole.GENERATED),
         ("types/index.d.ts", FileRole.STUB),
         ("Contest.java", FileRole.SOURCE),
+        # xUnit names a test class in UpperCamelCase; a lowerCamel module is named after
+        # the function it holds (a test runner's own source: jest-runner's runTest.ts).
+        ("packages/jest-runner/src/runTest.ts", FileRole.SOURCE),
+        ("src/node/collectTests.ts", FileRole.SOURCE),
+        ("src/runSuite.js", FileRole.SOURCE),
+        ("Tests/CoreTests/ParserTests.swift", FileRole.TEST),
+        ("core/src/test/scala/cats/tests/EqSuite.scala", FileRole.TEST),
+        ("modules/JsonSpec.scala", FileRole.TEST),
         ("latest.py", FileRole.SOURCE),
     ],
 )

@@ -28,8 +28,11 @@ class FileRole(StrEnum):
 
 
 _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing", "testdata"})
+# xUnit's camel-case names (``ParserTests``, ``EqSuite``, ``JsonSpec``) are test classes,
+# named in UpperCamelCase; a lowerCamel module (``runTest.ts``) is named after the function it
+# holds, as a test runner's own source is (JavaScript marks its tests ``.test``/``.spec``).
 _TEST_FILE = re.compile(
-    r"^(test_.*|.*_test|.*_spec|.*[a-z0-9]Tests?|.*Spec|.*Suite|conftest|test_helpers?)$"
+    r"^(test_.*|.*_test|.*_spec|(?=[A-Z]).*([a-z0-9]Tests?|Spec|Suite)|conftest|test_helpers?)$"
     r"|^.*\.(test|spec)$"
 )
 _EXAMPLE_DIRS = frozenset(
