@@ -80,8 +80,17 @@ def _rerank(
     return list(_ORIGINAL_RERANK(candidates, profile, config, definitions))
 
 
-RANK._prior = _prior
-SERVICE.rerank = _rerank
+_INSTALLED: list[bool] = []
+
+
+def install() -> None:
+    """Put ``_prior`` and ``_rerank`` in the product's place, once. The scripts' entry points
+    call it, so that importing this module (a unit test does) leaves the product's ranking as
+    it is for the rest of the process."""
+    if not _INSTALLED:
+        RANK._prior = _prior
+        SERVICE.rerank = _rerank
+        _INSTALLED.append(True)
 
 
 def file_prior(
@@ -322,6 +331,7 @@ def graph(datas: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
+    install()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("cmd", choices=["graph", "score", "cv"])
     p.add_argument("--dir", default=None)

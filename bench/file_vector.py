@@ -70,7 +70,11 @@ async def _search(self: Any, query: Any) -> Any:
     return await _ORIGINAL_SEARCH(self, query)
 
 
-centrality.SERVICE.SearchService.search = _search
+def install() -> None:
+    """``centrality``'s wrappers, and the search noting its query's text (see
+    ``centrality.install``)."""
+    centrality.install()
+    centrality.SERVICE.SearchService.search = _search
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
@@ -375,6 +379,7 @@ def _below(report: dict[str, Any], groups: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
+    install()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("cmd", choices=["score"])
     p.add_argument("--dir", default=None)

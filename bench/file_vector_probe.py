@@ -156,6 +156,7 @@ def synopses_cmd(args: argparse.Namespace, datas: dict[str, dict[str, Any]]) -> 
 
 
 def main() -> None:
+    centrality.install()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("cmd", choices=["pairs", "reach", "synopses", "cost"])
     p.add_argument("--dir", default=None)

@@ -93,7 +93,8 @@ PAIR_STRENGTHS = (0.2, 0.3, 0.4)
 # text of the query being searched (caught where the service analyses it).
 _GATE: dict[str, Any] = {"gate": None, "knobs": {}, "make": None, "text": ""}
 _ANALYSE = SERVICE.analyse_query
-_INNER_RERANK = SERVICE.rerank  # ``centrality``'s wrapper of the product's ``rerank``
+# ``centrality``'s wrapper of the product's ``rerank``, once ``install`` has put it there.
+_INNER: dict[str, Any] = {}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -118,11 +119,17 @@ def _rerank(
     if on and _GATE["knobs"]:
         config = config.model_copy(update=_GATE["knobs"])
     centrality._STATE["make"] = _GATE["make"] if on else None
-    return list(_INNER_RERANK(candidates, profile, config, definitions))
+    return list(_INNER["rerank"](candidates, profile, config, definitions))
 
 
-SERVICE.analyse_query = _analyse
-SERVICE.rerank = _rerank
+def install() -> None:
+    """``centrality``'s wrappers, then the gate's around them, once (see
+    ``centrality.install``)."""
+    if not _INNER:
+        centrality.install()
+        _INNER["rerank"] = SERVICE.rerank
+        SERVICE.analyse_query = _analyse
+        SERVICE.rerank = _rerank
 
 
 def configurations(pool: str) -> list[dict[str, Any]]:
@@ -314,6 +321,7 @@ def cross_validate(reports: list[dict[str, Any]], datas: dict[str, Any] | None) 
 
 
 def main() -> None:
+    install()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("cmd", choices=["forms", "score", "cv"])
     p.add_argument("--dir", default=None)

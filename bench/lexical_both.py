@@ -144,6 +144,7 @@ def by_repository(
 
 
 def main() -> None:
+    centrality.install()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--dir", required=True)
     p.add_argument(
