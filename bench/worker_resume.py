@@ -10,7 +10,9 @@ stored; a new worker is started at once. Reported:
 - ``restart_to_running_s``: from the new worker's start until the semantic job runs again
   (its next attempt, ``jobs status``);
 - ``embedded_again``: texts the resumed run embedded beyond the chunks missing at the kill
-  (at most one batch in flight is lost);
+  (at most one batch in flight is lost). The job counts its texts over all its runs: the
+  resumed run's are the job's final count less what the dead worker's last heartbeat
+  recorded (the count the new run starts from);
 - ``semantic_complete_s``: from the first worker's start until every chunk holds a vector.
 
     python -m bench.worker_resume [--workload ../shared/bench/baseline-10k/baseline_repo.tar.gz]
@@ -79,6 +81,7 @@ def measure(args: argparse.Namespace, env: dict[str, str], root: Path) -> dict[s
         worker.wait()
         at_kill = _repository(env)
         missing = at_kill["chunk_count"] - at_kill["vector_count"]
+        recorded = _json(env, "jobs", "status", job["job_id"]).get("chunks_embedded") or 0
         restarted = time.perf_counter()
         worker = _worker(env, log)
         while True:
@@ -99,8 +102,10 @@ def measure(args: argparse.Namespace, env: dict[str, str], root: Path) -> dict[s
             restart_to_running_s=round(resumed_s, 2),
             job_status=status["status"],
             attempts=status["attempts"],
-            resumed_run_embedded=status.get("chunks_embedded"),
-            embedded_again=max(0, (status.get("chunks_embedded") or 0) - missing),
+            job_embedded=status.get("chunks_embedded"),
+            recorded_at_kill=recorded,
+            resumed_run_embedded=(status.get("chunks_embedded") or 0) - recorded,
+            embedded_again=max(0, (status.get("chunks_embedded") or 0) - recorded - missing),
             semantic_complete_s=round(time.perf_counter() - first, 2),
         )
     finally:

@@ -9,6 +9,7 @@ from codebase_mcp_search.adapters.filesystem import GitHead
 from codebase_mcp_search.core.models import (
     IndexResult,
     Job,
+    JobKind,
     JobStatus,
     Repository,
     SearchResult,
@@ -156,14 +157,19 @@ def job_status_payload(
 ) -> dict[str, Any]:
     """What ``get_job_status`` answers (the reference schema's fields, in its order), then
     ``kind``, ``attempts`` (runs begun: more than one after a crash or a block) and the
-    extras: the semantic job a lexical one queued (``vectors_job_id``), the chunks a semantic
-    job's last run embedded (``chunks_embedded``), and where the repository's semantic layer
-    stands (``semantic_coverage``, given ``layer``)."""
+    extras: the semantic job a lexical one queued (``vectors_job_id``), a semantic job's
+    vectors stored and chunk texts embedded so far, over all its runs (``vectors_stored``,
+    ``chunks_embedded``: what ``files_indexed`` and ``chunks_created`` are to a lexical job),
+    and where the repository's semantic layer stands (``semantic_coverage``, given
+    ``layer``)."""
     extra: dict[str, Any] = {"kind": job.kind.value, "attempts": job.attempts}
     if isinstance(job.result, IndexResult) and job.result.vectors_job_id:
         extra["vectors_job_id"] = job.result.vectors_job_id
-    if isinstance(job.result, VectorResult):
-        extra["chunks_embedded"] = job.result.chunks_embedded
+    if job.kind is JobKind.SEMANTIC:
+        extra["vectors_stored"] = job.vectors_stored
+        # A job ended before the counts were kept has them in its result only.
+        done = job.result.chunks_embedded if isinstance(job.result, VectorResult) else 0
+        extra["chunks_embedded"] = max(job.chunks_embedded, done)
     if layer is not None:
         extra["semantic_coverage"] = layer_payload(layer)
     return {

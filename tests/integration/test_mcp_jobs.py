@@ -124,6 +124,9 @@ async def test_a_background_job_runs_to_completion(
         vectors = await wait_status(c, done["vectors_job_id"], {"completed", "failed"})
         assert (vectors["kind"], vectors["status"]) == ("semantic", "completed")
         assert vectors["semantic_coverage"]["percent"] == 100
+        # A semantic job counts its vectors, as a lexical job its files.
+        chunks = vectors["semantic_coverage"]["chunks"]
+        assert (vectors["vectors_stored"], vectors["chunks_embedded"]) == (chunks, chunks)
         assert done["status"] == "completed" and done["progress_percentage"] == 100
         assert (done["files_scanned"], done["files_indexed"]) == (2, 2)
         assert done["chunks_created"] >= 2 and done["error_type"] is None
