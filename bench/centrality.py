@@ -223,19 +223,27 @@ def score(args: argparse.Namespace, datas: dict[str, dict[str, Any]]) -> dict[st
     strengths = [float(s) for s in args.strengths.split(",")]
     configs = _configs(datas, cents, args.kinds.split(","), strengths)
     results = []
-    today = Variant(RankingConfig(), {})
     for desc, make in configs:
         started = time.perf_counter()
-        r: dict[str, dict[str, list[float]]] = {}
-        for mode in MODES:
-            r[mode] = {}
-            for g, data in datas.items():
-                _STATE["make"] = make(g)
-                r[mode].update(asyncio.run(proximity.evaluate({g: data}, today, (mode,)))[mode])
-        _STATE["make"] = None
-        results.append(r)
-        proximity._row(desc, r, started)
+        results.append(evaluate_with(datas, make))
+        proximity._row(desc, results[-1], started)
     return proximity._report([d for d, _ in configs], results)
+
+
+def evaluate_with(
+    datas: dict[str, dict[str, Any]], make: Callable[[str], Any]
+) -> dict[str, dict[str, list[float]]]:
+    """Per mode and group, each question's metric under today's ranking with the prior
+    ``make(group)`` in force (None: none)."""
+    r: dict[str, dict[str, list[float]]] = {}
+    today = Variant(RankingConfig(), {})
+    for mode in MODES:
+        r[mode] = {}
+        for g, data in datas.items():
+            _STATE["make"] = make(g)
+            r[mode].update(asyncio.run(proximity.evaluate({g: data}, today, (mode,)))[mode])
+    _STATE["make"] = None
+    return r
 
 
 def _family(c: dict[str, Any]) -> str:

@@ -52,9 +52,8 @@ import numpy as np
 from bench import centrality, fit_ranker, proximity, replay_store, repo_search
 from bench.file_graph import FileKey
 from bench.harness import open_bench
-from bench.retrieval import Variant, emit
+from bench.retrieval import emit
 from codebase_mcp_search.core.models import Chunk
-from codebase_mcp_search.core.ranking import RankingConfig
 from codebase_mcp_search.entrypoints.settings import Settings
 
 MODES = centrality.MODES
@@ -291,18 +290,11 @@ def score(args: argparse.Namespace, datas: dict[str, dict[str, Any]]) -> dict[st
             for s in (float(x) for x in args.strengths.split(",")):
                 make = functools.partial(_make, units, names, s, scale, datas)
                 configs.append(({"unit": unit, "scale": scale, "s": s}, make))
-    results, today = [], Variant(RankingConfig(), {})
+    results = []
     for desc, make in configs:
         started = time.perf_counter()
-        r: dict[str, dict[str, list[float]]] = {}
-        for mode in MODES:
-            r[mode] = {}
-            for g, data in datas.items():
-                centrality._STATE["make"] = make(g)
-                r[mode].update(asyncio.run(proximity.evaluate({g: data}, today, (mode,)))[mode])
-        centrality._STATE["make"] = None
-        results.append(r)
-        proximity._row(desc, r, started)
+        results.append(centrality.evaluate_with(datas, make))
+        proximity._row(desc, results[-1], started)
     report = proximity._report([d for d, _ in configs], results)
     cats = {
         g: [repo_search.category(q) for q in d["queries"]]

@@ -40,6 +40,23 @@ def symbol_of(piece: str) -> str | None:
     return m.group(1) if m else None
 
 
+def text_chunk(path: str, content: str) -> Chunk:
+    """A one-piece chunk of repository ``r`` (its id and hash the path), for the benches'
+    recorded-search tests."""
+    return Chunk(
+        id=path,
+        repository_id="r",
+        file_path=path,
+        language=None,
+        symbol=None,
+        start_line=1,
+        end_line=1 + content.count("\n"),
+        content=content,
+        content_hash=path,
+        token_count=len(content.split()),
+    )
+
+
 def repo(repo_id: str = "r1", path: str = "/repos/r1", name: str = "r1") -> Repository:
     return Repository(id=repo_id, name=name, path=path)
 

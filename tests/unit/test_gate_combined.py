@@ -11,14 +11,15 @@ from bench.prf_lists import Feedback, Index
 
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
-from tests.unit.test_prf import TEXTS, chunk
+from tests.factories import text_chunk
+from tests.unit.test_prf import TEXTS
 
 MECHANISM = "how does the parser build the syntax tree"
 DESCRIPTION = "parse the text into tokens"
 
 
 def recording() -> dict[str, Any]:
-    chunks = [chunk(p, t) for p, t in TEXTS.items()]
+    chunks = [text_chunk(p, t) for p, t in TEXTS.items()]
     queries = (MECHANISM, DESCRIPTION)
     keys: dict[Any, Any] = {
         (tuple(lexical.query_terms(q)), SearchFilters()): ([], 0) for q in queries

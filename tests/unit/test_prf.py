@@ -12,7 +12,8 @@ from bench import lexical_fields
 from bench import prf_lists as prf
 
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchFilters
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
+from tests.factories import text_chunk
 
 TEXTS = {
     "src/parse.py": "def parse(text):\n    tokens = lexer.tokens(text)\n    return tree(tokens)",
@@ -24,25 +25,10 @@ TEXTS = {
 QUERIES = ("parse the text", "syntax tree")
 
 
-def chunk(path: str, content: str) -> Chunk:
-    return Chunk(
-        id=path,
-        repository_id="r",
-        file_path=path,
-        language=None,
-        symbol=None,
-        start_line=1,
-        end_line=1 + content.count("\n"),
-        content=content,
-        content_hash=path,
-        token_count=len(content.split()),
-    )
-
-
 def recording() -> dict[str, Any]:
     """A recording of ``QUERIES``: lexical lists as today's search gives them, each question's
     vector, and its semantic list (every chunk, in path order, for the test's purpose)."""
-    chunks = [chunk(p, t) for p, t in TEXTS.items()]
+    chunks = [text_chunk(p, t) for p, t in TEXTS.items()]
     keys: dict[Any, Any] = {
         (tuple(lexical.query_terms(q)), SearchFilters()): ([], 0) for q in QUERIES
     }

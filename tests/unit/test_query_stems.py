@@ -9,7 +9,8 @@ import pytest
 from bench import lexical_fields, lexical_stems, query_stems
 
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import Chunk, SearchFilters
+from codebase_mcp_search.core.models import SearchFilters
+from tests.factories import text_chunk
 
 TEXTS = {
     "src/parse.py": "def parse(text):\n    return parser.parsing(text)",
@@ -20,25 +21,10 @@ TEXTS = {
 }
 
 
-def chunk(path: str, content: str) -> Chunk:
-    return Chunk(
-        id=path,
-        repository_id="r",
-        file_path=path,
-        language=None,
-        symbol=None,
-        start_line=1,
-        end_line=1 + content.count("\n"),
-        content=content,
-        content_hash=path,
-        token_count=len(content.split()),
-    )
-
-
 def recording(*queries: str) -> dict[str, Any]:
     """A recording of ``queries``' lexical lists under today's analysis (the lists as
     ``lexical_fields.rebuild`` gives them, which ``--check`` holds to the recorded ones)."""
-    chunks = [chunk(p, t) for p, t in TEXTS.items()]
+    chunks = [text_chunk(p, t) for p, t in TEXTS.items()]
     keys: dict[Any, Any] = {
         (tuple(lexical.query_terms(q)), SearchFilters()): ([], 0) for q in queries
     }
