@@ -359,9 +359,7 @@ def main() -> None:
         return
     if not args.dir:
         p.error("--dir: the recordings of bench.replay record (all three benches)")
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     emit(graph(datas) if args.cmd == "graph" else score(args, datas), args.out)
 
 

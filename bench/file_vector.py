@@ -385,9 +385,7 @@ def main() -> None:
     args = p.parse_args()
     if not args.dir:
         p.error("--dir: the recordings of bench.replay record (all three benches)")
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     emit(score(args, datas), args.out)
 
 

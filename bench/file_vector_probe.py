@@ -172,9 +172,7 @@ def main() -> None:
         return
     if not args.dir:
         p.error("--dir: the recordings of bench.replay record (all three benches)")
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     run = {"pairs": pairs, "reach": reach, "synopses": synopses_cmd}[args.cmd]
     emit(run(args, datas), args.out)
 

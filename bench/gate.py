@@ -330,9 +330,7 @@ def main() -> None:
     p.add_argument("--repos", default=None, help="only these repositories (and no CoSQA, own)")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = replay_store.load_recordings(args.dir) if args.dir else None
-    if datas is not None and args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos) if args.dir else None
     if args.cmd == "cv":
         reports = [json.loads(Path(f).read_text()) for f in args.reports.split(",")]
         result = cross_validate(reports, datas)

@@ -88,9 +88,7 @@ def main() -> None:
     p.add_argument("--feedback", default=",".join(GRID))
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     report = score(datas, args.feedback.split(","))
     report["command"] = f"python -m bench.gate_prf --dir {args.dir} --feedback {args.feedback}"
     if args.out:

@@ -112,9 +112,7 @@ def main() -> None:
     p.add_argument("--prior-strengths", default="0.3")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     report = score(args, datas)
     report["command"] = "python -m bench.gate_vector " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v and k != "out"

@@ -254,9 +254,7 @@ def main() -> None:
     p.add_argument("--repos", default=None, help="a subset of the groups, to develop on")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    datas = replay_store.load_recordings(args.dir)
-    if args.repos:
-        datas = {g: d for g, d in datas.items() if g in args.repos.split(",")}
+    datas = replay_store.load_recordings(args.dir, args.repos)
     vectors = load_vectors(args.vectors, list(datas)) if args.vectors else None
     if args.check:
         check(datas, vectors)

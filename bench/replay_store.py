@@ -129,16 +129,16 @@ class _Vectors:
         raise NotImplementedError
 
 
-def load_recordings(directory: str) -> dict[str, dict[str, Any]]:
+def load_recordings(directory: str, only: str | None = None) -> dict[str, dict[str, Any]]:
     """The recordings of ``bench.replay record`` in ``directory``: each repository's by its
     name, in name order, then CoSQA's and the own eval's as ``@cosqa`` and ``@own`` (where
-    recorded). Every one must hold its chunks (recorded since round four)."""
+    recorded); with ``only`` (group names, comma-separated: a script's ``--repos``) those
+    alone, the others not read. Every one must hold its chunks (recorded since round four)."""
     d = Path(directory)
-    datas = {f.stem[5:]: pickle.loads(f.read_bytes()) for f in sorted(d.glob("repo_*.pkl"))}
-    for name in ("cosqa", "own"):
-        f = d / f"{name}.pkl"
-        if f.exists():
-            datas[f"@{name}"] = pickle.loads(f.read_bytes())
+    files = {f.stem[5:]: f for f in sorted(d.glob("repo_*.pkl"))}
+    files |= {f"@{n}": d / f"{n}.pkl" for n in ("cosqa", "own") if (d / f"{n}.pkl").exists()}
+    wanted = set(only.split(",")) if only else set(files)
+    datas = {g: pickle.loads(f.read_bytes()) for g, f in files.items() if g in wanted}
     missing = [g for g, data in datas.items() if "chunks" not in data]
     if missing:
         raise SystemExit(f"recordings without their chunks (record them again): {missing}")
