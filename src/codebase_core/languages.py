@@ -35,6 +35,9 @@ CODE_EXTENSIONS: dict[str, str] = {
     "sc": "scala",
     "sh": "bash",
     "bash": "bash",
+    "ex": "elixir",
+    "exs": "elixir",
+    "lua": "lua",
 }
 
 # Text formats chunked by line windows; named so filters by language work for them too.
@@ -55,11 +58,8 @@ TEXT_EXTENSIONS: dict[str, str] = {
     "xml": "xml",
     "proto": "protobuf",
     "tf": "terraform",
-    "lua": "lua",
     "r": "r",
     "dart": "dart",
-    "ex": "elixir",
-    "exs": "elixir",
     "erl": "erlang",
     "hs": "haskell",
     "ml": "ocaml",

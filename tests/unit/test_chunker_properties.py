@@ -239,6 +239,48 @@ for f in "$@"; do
   esac
 done
 """,
+    "elixir": """
+defmodule App.Cache do
+  @moduledoc "A cache."
+  use GenServer
+  @doc \"\"\"
+  Starts it.
+  \"\"\"
+  @spec start_link(keyword) :: GenServer.on_start()
+  def start_link(opts \\\\ []), do: GenServer.start_link(__MODULE__, opts)
+  # Guards and pattern heads.
+  defp fetch(%{} = m, k) when is_atom(k) do
+    case Map.fetch(m, k) do
+      {:ok, v} -> v
+      :error -> nil
+    end
+  end
+  defmacro cached(do: block), do: quote(do: unquote(block))
+  def unquote(:"name!")(x), do: x
+  def a <> b, do: a
+  defimpl Inspect do
+    def inspect(_, _), do: "#Cache<>"
+  end
+end
+""",
+    "lua": """
+local M = {}
+-- Sets the server up.
+function M.setup(opts)
+  opts = opts or {}
+  for k, v in pairs(opts) do M[k] = v end
+end
+function M:call(...) return self.fn(...) end
+local function helper(a, b) return a + b end
+M.root_dir = function(fname)
+  return vim.fs.dirname(fname)
+end
+local cb = function() end
+return {
+  default_config = { cmd = { 'srv' }, root_dir = M.root_dir },
+  docs = { description = [[ A server. ]] },
+}
+""",
     "markdown": """
 # Title
 Some *text* here.

@@ -35,6 +35,28 @@ def test_a_member_is_told_from_a_name_of_its_own() -> None:
     assert not is_member_definition(chunk("b.go", "type Engine struct{}"), "Engine")
 
 
+def test_a_type_defined_inside_another_is_the_thing_itself() -> None:
+    # An Elixir module's full name is dotted (the chunker records its pieces as ``module``),
+    # and a nested class is a type of its own: neither is a member, whatever its symbol says.
+    router = 'defmodule Phoenix.Router do\n  @moduledoc "Routes."\n'
+    for kind in ("class", "header", "module"):
+        module = chunk("lib/phoenix/router.ex", router, "Phoenix.Router").model_copy(
+            update={"kind": kind}
+        )
+        assert not is_member_definition(module, "Router")
+    nested = chunk("Outer.java", "static class Builder {}", "Outer.Builder")
+    assert not is_member_definition(nested.model_copy(update={"kind": "class"}), "Builder")
+    assert is_member_definition(nested.model_copy(update={"kind": "method"}), "Builder")
+    # A use of the name in another file's documentation does not demote the module: both
+    # define it as their own, and the module's file is named after it.
+    example = chunk("lib/phoenix/verified_routes.ex", "defmodule MyAppWeb.Router do\n  use X")
+    module = chunk("lib/phoenix/router.ex", router, "Phoenix.Router").model_copy(
+        update={"kind": "module"}
+    )
+    cands = [ScoredChunk(example, 1.0), ScoredChunk(module, 0.6)]
+    assert _order(cands, "Router", RankingConfig())[0] == "lib/phoenix/router.ex"
+
+
 def test_the_type_outranks_a_same_named_method_that_retrieved_better() -> None:
     cands = [ScoredChunk(_METHOD, 1.0), ScoredChunk(_TYPE, 0.05), ScoredChunk(_USE, 0.6)]
     assert _order(cands, "Engine", RankingConfig())[0] == "gin.go"

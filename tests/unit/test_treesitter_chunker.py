@@ -634,6 +634,76 @@ SAMPLES = [
         ],
         split=[("function", "greet", 4, 7)],
     ),
+    Sample(
+        "elixir",
+        src('''
+            defmodule Shapes.Circle do
+              @moduledoc "Circles."
+              alias Shapes.Point
+
+              @doc """
+              The area.
+              """
+              @spec area(t()) :: float
+              def area(%{r: r}) when r >= 0 do
+                :math.pi() * r * r
+              end
+
+              # Scales by k.
+              defp scale(c, k), do: %{c | r: c.r * k}
+            end
+
+            defimpl String.Chars, for: Shapes.Circle do
+              def to_string(c), do: "circle #{c.r}"
+            end
+            '''),
+        whole=[
+            ("class", "Shapes.Circle", 1, 15),
+            ("class", "String.Chars", 17, 19),
+        ],
+        # @doc and @spec stay with their def; @moduledoc and alias are the module's own code.
+        split=[
+            ("module", "Shapes.Circle", 1, 3),
+            ("method", "Shapes.Circle.area", 5, 11),
+            ("method", "Shapes.Circle.scale", 13, 15),
+        ],
+        split_budget=60,
+    ),
+    Sample(
+        "lua",
+        src("""
+            local M = {}
+
+            --- The area of a circle.
+            function M.area(r)
+              return math.pi * r * r
+            end
+
+            function M:scale(k)
+              self.r = self.r * k
+            end
+
+            local function clamp(x)
+              return math.max(0, x)
+            end
+
+            M.describe = function(c)
+              return "circle " .. c.r
+            end
+
+            return M
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("function", "M.area", 3, 6),
+            ("function", "M:scale", 8, 10),
+            ("function", "clamp", 12, 14),
+            ("function", "M.describe", 16, 18),
+            ("module", None, 20, 20),
+        ],
+        split=[("function", "M.area", 3, 6), ("function", "M.describe", 16, 18)],
+        split_budget=25,
+    ),
 ]
 
 
@@ -785,6 +855,21 @@ def test_an_oversized_function_splits_at_statements_with_overlap() -> None:
         assert after.start_line == before.end_line - 2
     assert chunks[-1].end_line == len(LONG_FUNCTION.splitlines())
     assert_contract(LONG_FUNCTION, chunks, 250)
+
+
+def test_a_doc_comment_over_budget_is_packed_by_lines_and_the_code_starts_a_piece() -> None:
+    doc = "\n".join(
+        f"/// Step {i}: the parser reads one more token of the input here." for i in range(40)
+    )
+    text = doc + "\nfn parse(input: &str) -> Tree {\n    let t = lex(input);\n    build(t)\n}\n"
+    chunks = TreeSitterChunker(COUNTER, max_tokens=200, min_tokens=0).chunk("p.rs", text, "rust")
+    # Before: a cut right after the comment's first row, which became a chunk of one line.
+    assert all(c.end_line - c.start_line >= 5 for c in chunks[:-1])
+    assert chunks[0].kind == "function"
+    assert {c.symbol for c in chunks} == {"parse"}
+    code = next(c for c in chunks if "fn parse" in c.content)
+    assert code.end_line == len(split_lines(text))
+    assert_contract(text, chunks, 200)
 
 
 def test_overlap_is_at_most_half_a_part() -> None:

@@ -18,7 +18,10 @@ class Grammar:
     ``transparent`` nodes (namespaces, preprocessor blocks, ERROR) are looked through: their
     definitions count as definitions of the enclosing level. ``wrappers`` (decorators, export,
     template) take their kind and name from the definition they wrap but keep their own range.
-    ``variables`` and ``fields`` are definitions only when their value is a function.
+    ``variables`` and ``fields`` are definitions only when their value is a function, and so are
+    ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
+    ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
+    of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
     """
 
     functions: frozenset[str]
@@ -28,6 +31,13 @@ class Grammar:
     variables: frozenset[str] = frozenset()
     fields: frozenset[str] = frozenset()
     receiver_methods: frozenset[str] = frozenset()
+    assignments: frozenset[str] = frozenset()
+    calls: frozenset[str] = frozenset()
+    function_calls: frozenset[str] = frozenset()
+    class_calls: frozenset[str] = frozenset()
+    # The kind of a split container's own lines (its declaration, docs and fields): a class's
+    # ``header``; the ``module`` code of a language whose containers are modules (Elixir).
+    container_gaps: str = "header"
 
 
 def _words(names: str) -> frozenset[str]:
@@ -42,6 +52,11 @@ def _g(
     variables: str = "",
     fields: str = "",
     receiver_methods: str = "",
+    assignments: str = "",
+    calls: str = "",
+    function_calls: str = "",
+    class_calls: str = "",
+    container_gaps: str = "header",
 ) -> Grammar:
     return Grammar(
         functions=_words(functions),
@@ -51,6 +66,11 @@ def _g(
         variables=_words(variables),
         fields=_words(fields),
         receiver_methods=_words(receiver_methods),
+        assignments=_words(assignments),
+        calls=_words(calls),
+        function_calls=_words(function_calls),
+        class_calls=_words(class_calls),
+        container_gaps=container_gaps,
     )
 
 
@@ -135,6 +155,30 @@ GRAMMARS: dict[str, Grammar] = {
         transparent="package_clause",
     ),
     "bash": _g("function_definition"),
+    # Elixir defines with macros: ``def``/``defp``/... are calls whose first argument is the name.
+    "elixir": _g(
+        "",
+        calls="call",
+        function_calls="def defp defmacro defmacrop defguard defguardp defdelegate defn defnp",
+        class_calls="defmodule defprotocol defimpl",
+        # A module is a namespace of functions, documented by its @moduledoc: what lies
+        # between its functions is module code, as a Python file's is, not a class header.
+        container_gaps="module",
+    ),
+    "lua": _g(
+        "function_declaration",
+        wrappers="variable_declaration",
+        assignments="assignment_statement",
+        fields="field",
+    ),
+}
+
+# Per language, query patterns (captured as ``@p``) for prefix rows that are not of a
+# PREFIX_TYPES type: Elixir's function documentation and type attributes (``@doc``, ``@spec``,
+# ``@impl``) stand above the ``def`` they describe; ``@moduledoc`` and ``@type`` do not.
+PREFIX_PATTERNS: dict[str, str] = {
+    "elixir": '(unary_operator operator: "@" operand: (call target: (identifier) @_attribute'
+    ' (#any-of? @_attribute "doc" "spec" "impl" "deprecated")))',
 }
 
 # Node types whose rows, when they start a line, belong to the definition right below them.
@@ -159,10 +203,12 @@ BODY_TYPES = _words(
     "class_body enum_class_body enum_body enum_body_declarations declaration_list "
     "field_declaration_list template_body body_statement interface_body protocol_body "
     "statement_block compound_statement block enum_member_declaration_list "
-    "enum_declaration_list"
+    "enum_declaration_list do_block"
 )
 
-_FUNCTION_VALUES = _words("arrow_function function_expression function generator_function")
+_FUNCTION_VALUES = _words(
+    "arrow_function function_expression function generator_function function_definition"
+)
 _NAME_TYPES = _words(
     "identifier type_identifier simple_identifier constant name word field_identifier "
     "property_identifier namespace_identifier"
@@ -214,6 +260,54 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
     if kind in grammar.fields and _is_function_value(node):
         name = node.child_by_field_name("property") or node.child_by_field_name("name")
         return FUNCTION, node, _text(name)
+    if kind in grammar.assignments:
+        return _assigned_function(node)
+    if kind in grammar.calls:
+        return _call_definition(node, grammar)
+    return None
+
+
+def _assigned_function(node: Node) -> tuple[str, Node, str | None] | None:
+    """``name = function ... end``: its targets are the first named child, its values the last."""
+    if len(node.named_children) < 2:
+        return None
+    targets, values = node.named_children[0], node.named_children[-1]
+    value = values.named_children[0] if values.named_children else None
+    if value is None or value.type not in _FUNCTION_VALUES or not targets.named_children:
+        return None
+    return FUNCTION, node, _clean(_text(targets.named_children[0]))
+
+
+def _call_definition(node: Node, grammar: Grammar) -> tuple[str, Node, str | None] | None:
+    """A call that defines (``def name(args) when guard do``, ``defmodule Name do``), else None."""
+    callee = _text(node.child_by_field_name("target"))
+    if callee in grammar.function_calls:
+        category = FUNCTION
+    elif callee in grammar.class_calls:
+        category = CLASS
+    else:
+        return None
+    arguments = next((c for c in node.named_children if c.type == "arguments"), None)
+    first = arguments.named_children[0] if arguments and arguments.named_children else None
+    return category, node, _clean(_called_name(first))
+
+
+def _called_name(node: Node | None) -> str | None:
+    """The name in a definition's head: ``name(args)``, ``name``, ``Alias``, ``head when guard``."""
+    for _ in range(_MAX_WRAPPING):
+        if node is None:
+            return None
+        if node.type in ("identifier", "alias"):
+            return _text(node)
+        if node.type == "call":
+            target = node.child_by_field_name("target")
+            return _text(target) if target is not None and target.type == "identifier" else None
+        if node.type != "binary_operator":
+            return None
+        operator = _text(node.child_by_field_name("operator"))
+        if operator != "when":
+            return operator  # an operator defined by name: ``def left <> right``
+        node = node.child_by_field_name("left")
     return None
 
 

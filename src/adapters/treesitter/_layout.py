@@ -137,11 +137,15 @@ class AstLayout:
                 _members(unit.node), unit.symbol, in_class=True, depth=depth + 1
             )
             if members:
+                gaps = self._grammar.container_gaps
                 pieces = self._layout(
-                    unit.start, unit.end, members, others, "header", unit.symbol, depth + 1
+                    unit.start, unit.end, members, others, gaps, unit.symbol, depth + 1
                 )
                 return pieces, False
-        cuts = self._cuts([unit.node], unit.start, unit.end)
+        # The definition's own first row is where its comments above it end: a cut there, and
+        # none inside them (a long doc comment is packed by lines, not cut after its first row).
+        own_first = max(rows(unit.node)[0], unit.start)
+        cuts = self._cuts([unit.node], unit.start, unit.end, floor=own_first)
         parts = budget.pack(unit.start, unit.end, cuts)
         return [
             Piece(s, e, unit.kind if i == 0 else "block", unit.symbol, mergeable=False)
@@ -171,15 +175,20 @@ class AstLayout:
         parts = budget.pack(first, last, self._cuts(others, first, last))
         out.extend(Piece(s, e, kind, symbol, mergeable=False) for s, e in parts)
 
-    def _cuts(self, nodes: list[Node], start: int, end: int) -> list[int]:
+    def _cuts(self, nodes: list[Node], start: int, end: int, floor: int | None = None) -> list[int]:
         """Rows inside ``start..end`` where a statement (with its comments) begins.
 
         Statements are children of ``nodes``; children of a statement too large for the
-        budget are added too, so that one huge statement can still be cut inside.
+        budget are added too, so that one huge statement can still be cut inside. Comments
+        are followed up no higher than ``floor`` (itself a cut), when given.
         """
         budget = self._budget
         density = budget.density(start, end)
         found: set[int] = set()
+        lowest = start + 1
+        if floor is not None and floor > start:
+            found.add(floor)
+            lowest = floor
         stack = [(node, 0) for node in nodes]
         while stack:
             node, depth = stack.pop()
@@ -188,7 +197,7 @@ class AstLayout:
                 if last < start or first > end:
                     continue
                 if first > start:
-                    found.add(self._extend_up(first, start + 1))
+                    found.add(self._extend_up(first, min(lowest, first)))
                 if (
                     last > first
                     and depth < _MAX_DEPTH

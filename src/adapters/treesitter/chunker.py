@@ -50,6 +50,7 @@ from tree_sitter_language_pack import SupportedLanguage, get_language
 from codebase_mcp_search.adapters.treesitter._grammar import (
     GRAMMARS,
     PREFIX_MARKS,
+    PREFIX_PATTERNS,
     PREFIX_TYPES,
     rows,
 )
@@ -152,8 +153,10 @@ class TreeSitterChunker:
                 self._grammars[language] = None
             else:
                 kinds = [k for k in PREFIX_TYPES if lang.id_for_node_kind(k, True) is not None]
-                pattern = " ".join(f"({k})" for k in kinds)
-                query = Query(lang, f"[{pattern}] @p") if kinds else None
+                patterns = [f"({k})" for k in kinds]
+                if language in PREFIX_PATTERNS:
+                    patterns.append(PREFIX_PATTERNS[language])
+                query = Query(lang, f"[{' '.join(patterns)}] @p") if patterns else None
                 self._grammars[language] = (lang, query)
         return self._grammars[language]
 

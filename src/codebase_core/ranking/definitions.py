@@ -33,6 +33,9 @@ _BEFORE = re.compile(
     r"(?:\([^)\n]*\)\s*)?(?:<[^>\n]*>\s*)?(?:[A-Za-z_$][\w$]*(?:\.|::|:))*$",
     re.MULTILINE,
 )
+# Chunk kinds that hold a type's or module's own definition (``header``: a split class's own
+# lines; ``module``: a split Elixir module's, the only module chunks with a symbol).
+_TYPE_KINDS = frozenset({"class", "header", "module"})
 # What may follow a defined name.
 _AFTER = frozenset(" \t\r\n<({:[;=,.!?")
 
@@ -80,7 +83,11 @@ def definition_gain(
 
 def is_member_definition(chunk: Chunk, name: str) -> bool:
     """Whether ``chunk`` defines the bare ``name`` only as a member of something (its symbol
-    says ``Owner.name``, ``Owner::name``...), not as a name of its own."""
+    says ``Owner.name``, ``Owner::name``...), not as a name of its own. A type is the thing
+    itself wherever it is defined: a class (or its header) named ``Outer.Inner``, or an Elixir
+    module named ``Phoenix.Router``, is not a member."""
+    if chunk.kind in _TYPE_KINDS:
+        return False
     own = [p for p in symbol_parts(chunk.symbol) if last_name(p) == name]
     return bool(own) and all(p != name for p in own)
 
