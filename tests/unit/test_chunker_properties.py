@@ -105,6 +105,17 @@ mod tests {
     #[test]
     fn works() { assert_eq!(1, 1); }
 }
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        fn native() -> u32 { 1 }
+    } else {
+        fn native() -> u32 { 2 }
+    }
+}
+cfg_rt! {
+    pub fn spawn() { inner() }
+}
+impl_num! { i8, visit_i8 }
 """,
     "java": """
 package a.b;

@@ -872,6 +872,52 @@ def test_a_doc_comment_over_budget_is_packed_by_lines_and_the_code_starts_a_piec
     assert_contract(text, chunks, 200)
 
 
+RUST_MACRO_BLOCKS = src("""
+    use std::io;
+
+    cfg_if::cfg_if! {
+        if #[cfg(unix)] {
+            fn native() -> u32 { 1 }
+        } else {
+            fn native() -> u32 { 2 }
+        }
+    }
+
+    cfg_rt! {
+        /// Spawns a task.
+        pub fn spawn<F>(f: F) -> JoinHandle<F::Output> {
+            inner(f)
+        }
+    }
+
+    impl_num! {
+        i8, NonZeroI8, deserialize_i8
+        num_self!(i8:visit_i8);
+    }
+
+    mod net {
+        cfg_net! {
+            pub struct TcpStream { fd: i32 }
+        }
+    }
+    """)
+
+
+def test_items_inside_item_level_macro_blocks_are_definitions() -> None:
+    chunker = TreeSitterChunker(COUNTER, min_tokens=0)
+    chunks = chunker.chunk("lib.rs", RUST_MACRO_BLOCKS, "rust")
+    found = [(k, s, a, b) for k, s, a, b in spans(chunks) if k != "module"]
+    assert found == [
+        ("function", "native", 5, 5),
+        ("function", "native", 7, 7),
+        ("function", "spawn", 12, 15),
+        ("class", "TcpStream", 25, 27),
+    ]
+    # A macro taking its own syntax stays as written, in module code; every line is covered.
+    assert any(c.kind == "module" and "impl_num!" in c.content for c in chunks)
+    assert_contract(RUST_MACRO_BLOCKS, chunks, 512)
+
+
 def test_overlap_is_at_most_half_a_part() -> None:
     chunker = TreeSitterChunker(COUNTER, max_tokens=60, min_tokens=0, overlap_lines=3)
     chunks = chunker.chunk("migrate.py", LONG_FUNCTION, "python")

@@ -34,7 +34,8 @@ preprocessor blocks and ERROR nodes are looked through, so unparseable text stil
 
 This module parses; the rest of the package does the laying out: ``_layout`` (a syntax tree
 as pieces), ``_text`` (files without a grammar), ``_lines`` (token budget, packing, merging)
-and ``_grammar`` (what each language's node types mean). The defaults of the budget are
+and ``_grammar`` (what each language's node types mean); ``_rust_macros`` shows the parser
+the Rust items written inside item-level macro blocks. The defaults of the budget are
 ``core.defaults.CHUNK_*``, as the product runs.
 """
 
@@ -56,6 +57,7 @@ from codebase_mcp_search.adapters.treesitter._grammar import (
 )
 from codebase_mcp_search.adapters.treesitter._layout import AstLayout
 from codebase_mcp_search.adapters.treesitter._lines import LineBudget, Piece
+from codebase_mcp_search.adapters.treesitter._rust_macros import unwrap_item_macros
 from codebase_mcp_search.adapters.treesitter._text import text_pieces
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.models import ChunkDraft, split_lines
@@ -136,7 +138,10 @@ class TreeSitterChunker:
         encoded = source.encode("utf-8", "replace")
         if language == "bash":
             encoded = _BASH_ISDIGIT_UNSAFE.sub(lambda m: b"_" * len(m[0]), encoded)
-        root = parser.parse(encoded).root_node
+        tree = parser.parse(encoded)
+        if language == "rust" and b"!" in encoded:
+            tree = unwrap_item_macros(parser, encoded, tree)
+        root = tree.root_node
         marks = PREFIX_MARKS.get(language)
         if marks is not None and not any(mark in encoded for mark in marks):
             prefix_rows: frozenset[int] = frozenset()
