@@ -811,12 +811,13 @@ SAMPLES = [
               areaOf = area
             """),
         # The signature is the function's, with its haddock; the equations are one function.
+        # An instance is named by its type (as a Rust impl is).
         whole=[
             ("module", None, 1, 3),
             ("class", "Shape", 5, 7),
             ("function", "area", 9, 12),
             ("class", "HasArea", 14, 17),
-            ("class", "HasArea", 19, 20),
+            ("class", "Shape", 19, 20),
         ],
         split=[("header", "HasArea", 14, 14), ("method", "HasArea.areaOf", 15, 17)],
         split_budget=25,

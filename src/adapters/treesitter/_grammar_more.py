@@ -97,7 +97,11 @@ def _r_callee(node: Node) -> str | None:
 
 
 def _haskell(node: Node) -> Found | None:
-    """Equations and bindings, named by their variable or operator (``a <+> b = ...``)."""
+    """Equations and bindings, named by their variable or operator (``a <+> b = ...``); instances
+    by their type, as Rust's ``impl Trait for Type`` is (``instance Show (Tree a)`` is ``Tree``).
+    """
+    if node.type == "instance":
+        return CLASS, node, _instance_type(node) or _text(node.child_by_field_name("name"))
     if node.type not in ("function", "bind"):
         return None
     name = node.child_by_field_name("name")
@@ -108,6 +112,19 @@ def _haskell(node: Node) -> Found | None:
     if text is None:
         return None  # a pattern binding: ``(x, y) = ...`` is module code
     return FUNCTION, node, text.removeprefix("(").removesuffix(")") or text
+
+
+def _instance_type(instance: Node) -> str | None:
+    """The first type constructor an instance is for (none for ``[a]``, ``a -> b``, ``s``)."""
+    patterns = instance.child_by_field_name("patterns")
+    for pattern in patterns.named_children if patterns is not None else ():
+        head: Node | None = pattern
+        while head is not None and head.type in ("parens", "apply"):
+            head = head.child_by_field_name("type" if head.type == "parens" else "constructor")
+        if head is not None and head.type in ("name", "qualified"):
+            text = _text(head)
+            return text.rsplit(".", 1)[-1] if text else None
+    return None
 
 
 def _ocaml(node: Node) -> Found | None:
@@ -198,7 +215,7 @@ GRAMMARS: dict[str, Grammar] = {
     # Several equations of one function are several ``function`` nodes.
     "haskell": _g(
         "",
-        "data_type newtype type_synomym type_family data_family class instance",
+        "data_type newtype type_synomym type_family data_family class",
         transparent="imports declarations",
         clauses="function",
         members="class_declarations instance_declarations",
