@@ -10,7 +10,6 @@ from tree_sitter import Node
 FUNCTION = "function"
 CLASS = "class"
 TRANSPARENT = "transparent"
-Found = tuple[str, Node, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +23,9 @@ class Grammar:
     ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
     ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
     of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
-    A node of a ``continuations`` type belongs to the definition right before it (Dart's
-    ``function_body`` after its signature); consecutive ``clauses`` definitions of one name are one
-    definition (Haskell's equations). ``members`` are member lists besides ``BODY_TYPES``; ``read``
-    is a language's own reading of a node, tried before the tables, for what they cannot say.
+    ``continuations`` belong to the definition right before them (Dart's ``function_body``), and
+    consecutive ``clauses`` of one name are one definition (Haskell's equations); ``members`` are
+    member lists besides ``BODY_TYPES``; ``read`` is a language's own reading, tried first.
     """
 
     functions: frozenset[str]
@@ -47,7 +45,7 @@ class Grammar:
     continuations: frozenset[str] = frozenset()
     clauses: frozenset[str] = frozenset()
     members: frozenset[str] = frozenset()
-    read: Callable[[Node], Found | None] | None = None
+    read: Callable[[Node], tuple[str, Node, str | None] | None] | None = None
 
 
 def _words(names: str) -> frozenset[str]:
@@ -67,10 +65,6 @@ def _g(
     function_calls: str = "",
     class_calls: str = "",
     container_gaps: str = "header",
-    continuations: str = "",
-    clauses: str = "",
-    members: str = "",
-    read: Callable[[Node], Found | None] | None = None,
 ) -> Grammar:
     return Grammar(
         functions=_words(functions),
@@ -85,10 +79,6 @@ def _g(
         function_calls=_words(function_calls),
         class_calls=_words(class_calls),
         container_gaps=container_gaps,
-        continuations=_words(continuations),
-        clauses=_words(clauses),
-        members=_words(members),
-        read=read,
     )
 
 
@@ -293,13 +283,10 @@ def _assigned_function(node: Node) -> tuple[str, Node, str | None] | None:
     operator = _text(node.child_by_field_name("operator"))
     if len(node.named_children) < 2 or operator not in (None, "=", "<-", "<<-", ":="):
         return None
-    targets, values = node.named_children[0], node.named_children[-1]
-    target: Node | None = targets
-    value: Node | None = values
-    if values.type not in _FUNCTION_VALUES:
-        target = targets.named_children[0] if targets.named_children else None
-        value = values.named_children[0] if values.named_children else None
-    if value is None or value.type not in _FUNCTION_VALUES or target is None:
+    target, value = node.named_children[0], node.named_children[-1]
+    if value.type not in _FUNCTION_VALUES and target.named_children and value.named_children:
+        target, value = target.named_children[0], value.named_children[0]
+    if value.type not in _FUNCTION_VALUES:
         return None
     return FUNCTION, node, _clean(_text(target))
 

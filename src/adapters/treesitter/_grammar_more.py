@@ -8,6 +8,9 @@ names its definitions the way its users write them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from tree_sitter import Node
 
 from codebase_mcp_search.adapters.treesitter._grammar import (
@@ -15,10 +18,12 @@ from codebase_mcp_search.adapters.treesitter._grammar import (
     FUNCTION,
     MAX_NAME_CHARS,
     TRANSPARENT,
-    Found,
     Grammar,
     _g,
+    _words,
 )
+
+Found = tuple[str, Node, str | None]
 
 # R: calls that create a class (assigned to its name, or named by their first argument) and calls
 # that define a function named by their first argument (S4 generics and methods).
@@ -201,31 +206,52 @@ def _erlang(node: Node) -> Found | None:
     return (FUNCTION, node, _text(name)) if name is not None else None
 
 
+def _more(
+    grammar: Grammar,
+    continuations: str = "",
+    clauses: str = "",
+    members: str = "",
+    read: Callable[[Node], Found | None] | None = None,
+) -> Grammar:
+    """``grammar`` with the fields only these languages use (``_g`` takes the others)."""
+    return replace(
+        grammar,
+        continuations=_words(continuations),
+        clauses=_words(clauses),
+        members=_words(members),
+        read=read,
+    )
+
+
 GRAMMARS: dict[str, Grammar] = {
     # A Dart function is two siblings: its signature, then its ``function_body``.
-    "dart": _g(
-        "function_signature getter_signature setter_signature",
-        "class_definition enum_declaration mixin_declaration extension_declaration"
-        " extension_type_declaration",
-        wrappers="method_signature declaration",
+    "dart": _more(
+        _g(
+            "function_signature getter_signature setter_signature",
+            "class_definition enum_declaration mixin_declaration extension_declaration"
+            " extension_type_declaration",
+            wrappers="method_signature declaration",
+        ),
         continuations="function_body",
         read=_dart,
     ),
-    "r": _g("", assignments="binary_operator", members="arguments call", read=_r),
+    "r": _more(_g("", assignments="binary_operator"), members="arguments call", read=_r),
     # Several equations of one function are several ``function`` nodes.
-    "haskell": _g(
-        "",
-        "data_type newtype type_synomym type_family data_family class",
-        transparent="imports declarations",
+    "haskell": _more(
+        _g(
+            "",
+            "data_type newtype type_synomym type_family data_family class",
+            transparent="imports declarations",
+        ),
         clauses="function",
         members="class_declarations instance_declarations",
         read=_haskell,
     ),
     # A module (``struct ... end``) is a namespace of functions: its own lines are module code.
-    "ocaml": _g("", read=_ocaml, container_gaps="module"),
-    "zig": _g("", read=_zig),
+    "ocaml": _more(_g("", container_gaps="module"), read=_ocaml),
+    "zig": _more(_g(""), read=_zig),
     # Each clause of a function (``f(0) -> ...; f(N) -> ...``) is a ``fun_decl`` of its own.
-    "erlang": _g("", "record_decl type_alias opaque", clauses="fun_decl", read=_erlang),
+    "erlang": _more(_g("", "record_decl type_alias opaque"), clauses="fun_decl", read=_erlang),
 }
 
 # Prefix rows besides comments (see ``_grammar.PREFIX_PATTERNS``): doc comments of their own node
