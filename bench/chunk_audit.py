@@ -46,7 +46,7 @@ from codebase_mcp_search.adapters.filesystem.source_tree import LocalSourceTree
 from codebase_mcp_search.adapters.tokens import TiktokenCounter
 from codebase_mcp_search.adapters.treesitter import TreeSitterChunker
 from codebase_mcp_search.adapters.treesitter import chunker as chunker_module
-from codebase_mcp_search.adapters.treesitter._grammar import GRAMMARS
+from codebase_mcp_search.adapters.treesitter.chunker import GRAMMARS
 from codebase_mcp_search.core.defaults import CHUNK_MAX_TOKENS, CHUNK_MIN_TOKENS
 from codebase_mcp_search.core.errors import FileUnreadable
 from codebase_mcp_search.core.models import ChunkDraft, split_lines

@@ -128,7 +128,7 @@ def item_nodes(
         if depth >= MAX_DEPTH:
             continue
         if category == TRANSPARENT or (category == CLASS and not _whole(item, spans)):
-            stack.extend((child, depth + 1) for child in reversed(members(node)))
+            stack.extend((child, depth + 1) for child in reversed(members(node, grammar.members)))
 
 
 def _whole(node: Node, spans: Sequence[tuple[int, int]]) -> bool:

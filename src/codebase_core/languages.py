@@ -38,6 +38,12 @@ CODE_EXTENSIONS: dict[str, str] = {
     "ex": "elixir",
     "exs": "elixir",
     "lua": "lua",
+    "dart": "dart",
+    "r": "r",
+    "hs": "haskell",
+    "ml": "ocaml",
+    "zig": "zig",
+    "erl": "erlang",
 }
 
 # Text formats chunked by line windows; named so filters by language work for them too.
@@ -58,12 +64,6 @@ TEXT_EXTENSIONS: dict[str, str] = {
     "xml": "xml",
     "proto": "protobuf",
     "tf": "terraform",
-    "r": "r",
-    "dart": "dart",
-    "erl": "erlang",
-    "hs": "haskell",
-    "ml": "ocaml",
-    "zig": "zig",
     "vue": "vue",
     "svelte": "svelte",
 }

@@ -292,6 +292,161 @@ return {
   docs = { description = [[ A server. ]] },
 }
 """,
+    "dart": """
+import 'dart:async';
+/// A repository of users.
+abstract class UserRepo<T> extends Base with Logging implements Repo {
+  final Map<String, T> _cache = {};
+  UserRepo(this.name) : super(name);
+  UserRepo.empty() : this('');
+  factory UserRepo.of(String n) => MemoryRepo(n);
+  @override
+  Future<T?> find(String id) async {
+    return _cache[id] ?? await load(id);
+  }
+  int get size => _cache.length;
+  set limit(int v) { _limit = v; }
+  bool operator ==(Object other) => identical(this, other);
+  Future<T> load(String id);
+}
+enum Status { active, banned }
+mixin Logging { void log(String m) => print(m); }
+extension Twice on int { int get twice => this * 2; }
+typedef Loader = Future<void> Function(String);
+void main(List<String> args) => runApp(args);
+final greet = (String n) => 'hi $n';
+""",
+    "r": """
+library(dplyr)
+#' Summarise a data frame.
+#' @param df a data frame
+#' @export
+summarise_df <- function(df, ...) {
+  df %>% group_by(...) %>%
+    summarise(n = n())
+}
+normalise = function(x) (x - mean(x)) / sd(x)
+`%||%` <- function(a, b) if (is.null(a)) b else a
+env$handler <- function() NULL
+Queue <- R6::R6Class("Queue",
+  public = list(
+    items = list(),
+    add = function(x) { self$items <- c(self$items, x); invisible(self) }
+  ),
+  private = list(secret = function() 42)
+)
+setClass("Person", representation(name = "character"))
+setMethod("show", "Person", function(object) cat(object@name))
+for (i in 1:3) print(i)
+""",
+    "haskell": """
+{-# LANGUAGE ScopedTypeVariables #-}
+-- | A key-value store.
+module Data.Store (Store, empty, insert) where
+import qualified Data.Map as M
+-- | The store.
+newtype Store k v = Store (M.Map k v) deriving (Show)
+data Op = Put | Get
+  deriving (Eq, Show)
+type Key = String
+{-# INLINE empty #-}
+empty :: Store k v
+empty = Store M.empty
+insert :: Ord k => k -> v -> Store k v -> Store k v
+insert k v (Store m) = Store (M.insert k v m)
+size (Store m) = M.size m
+size' = length
+class Container f where
+  cempty :: f a
+  cinsert :: a -> f a -> f a
+instance Container [] where
+  cempty = []
+  cinsert = (:)
+x <+> y = x ++ y
+main :: IO ()
+main = do
+  print (size empty)
+  where helper = 1
+""",
+    "ocaml": """
+open Base
+(** A counter. *)
+let counter = ref 0
+let incr () = counter := !counter + 1
+let rec fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)
+and even n = n mod 2 = 0
+let ( >>= ) m f = Option.bind m ~f
+type t = { name : string; age : int }
+and u = A | B of int
+exception Not_found_in of string
+module Store = struct
+  (** Finds a value. *)
+  let find tbl k = Hashtbl.find_opt tbl k
+  module Inner = struct let x = 1 end
+end
+module type S = sig val f : int -> int end
+module Make (X : S) : S = struct let f = X.f end
+class point x0 = object
+  val mutable x = x0
+  method move d = x <- x + d
+end
+external now : unit -> float = "caml_now"
+let () = print_endline "done"
+let handler = fun req -> respond req
+""",
+    "zig": """
+const std = @import("std");
+//! The list module.
+/// A growable list.
+pub fn List(comptime T: type) type {
+    return struct {
+        items: []T,
+        const Self = @This();
+        /// Appends one item.
+        pub fn append(self: *Self, item: T) !void {
+            try self.items.append(item);
+        }
+    };
+}
+pub const Color = enum(u8) { red, green, _ };
+const Value = union(enum) { int: i64, float: f64 };
+const Point = packed struct { x: u8, y: u8 };
+extern "c" fn write(fd: c_int, buf: [*]const u8, n: usize) isize;
+const max_len: usize = 1024;
+test "list appends" {
+    var l = List(u8){ .items = &.{} };
+    try l.append(1);
+}
+test simple {}
+comptime {
+    std.debug.assert(max_len > 0);
+}
+""",
+    "erlang": """
+%%% The cache server.
+-module(cache).
+-behaviour(gen_server).
+-export([start_link/0, get/1]).
+-include_lib("stdlib/include/ms_transform.hrl").
+-record(state, {tab :: ets:tid(), hits = 0 :: integer()}).
+-type key() :: atom() | binary().
+-opaque handle() :: pid().
+-define(TIMEOUT, 5000).
+%% @doc Starts the server.
+-spec start_link() -> {ok, pid()}.
+start_link() ->
+    gen_server:start_link({local, ?MODULE}, ?MODULE, [], []).
+get(Key) when is_atom(Key) ->
+    gen_server:call(?MODULE, {get, Key}, ?TIMEOUT);
+get(Key) ->
+    get(binary_to_atom(Key)).
+handle_call({get, K}, _From, #state{tab = T} = S) ->
+    case ets:lookup(T, K) of
+        [{K, V}] -> {reply, {ok, V}, S};
+        [] -> {reply, error, S}
+    end.
+-callback init(term()) -> ok.
+""",
     "markdown": """
 # Title
 Some *text* here.

@@ -704,6 +704,229 @@ SAMPLES = [
         split=[("function", "M.area", 3, 6), ("function", "M.describe", 16, 18)],
         split_budget=25,
     ),
+    Sample(
+        "dart",
+        src("""
+            import 'dart:math';
+
+            /// The area of a circle.
+            double area(double r) {
+              return pi * r * r;
+            }
+
+            // A shape with a name.
+            abstract class Shape {
+              final String name;
+              Shape(this.name);
+
+              /// Its size.
+              double get size => 0;
+
+              @override
+              String toString() {
+                return 'Shape($name)';
+              }
+            }
+
+            enum Color { red, green }
+
+            mixin Walker on Shape {
+              void walk() => print(name);
+            }
+            """),
+        # A function is its signature and the ``function_body`` sibling after it.
+        whole=[
+            ("module", None, 1, 1),
+            ("function", "area", 3, 6),
+            ("class", "Shape", 8, 20),
+            ("class", "Color", 22, 22),
+            ("class", "Walker", 24, 26),
+        ],
+        split=[
+            ("header", "Shape", 8, 10),
+            ("method", "Shape.Shape", 11, 11),
+            ("method", "Shape.size", 13, 14),
+            ("method", "Shape.toString", 16, 20),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "r",
+        src("""
+            library(stats)
+
+            #' The area of a circle.
+            #' @param r the radius
+            area <- function(r) {
+              pi * r^2
+            }
+
+            scale = function(x, k = 2) x * k
+
+            Account <- R6Class("Account",
+              public = list(
+                balance = 0,
+                deposit = function(x) {
+                  self$balance <- self$balance + x
+                }
+              )
+            )
+
+            setGeneric("describe", function(obj) standardGeneric("describe"))
+            x <- 3
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("function", "area", 3, 7),
+            ("function", "scale", 9, 9),
+            ("class", "Account", 11, 18),
+            ("function", "describe", 20, 20),
+            ("module", None, 21, 21),
+        ],
+        split=[("header", "Account", 11, 13), ("method", "Account.deposit", 14, 18)],
+        split_budget=30,
+    ),
+    Sample(
+        "haskell",
+        src("""
+            module Shapes (Shape (..), area) where
+
+            import Data.List (sort)
+
+            -- | A shape.
+            data Shape = Circle Double | Square Double
+              deriving (Show)
+
+            -- | The area.
+            area :: Shape -> Double
+            area (Circle r) = pi * r * r
+            area (Square s) = s * s
+
+            class HasArea a where
+              -- | Its area.
+              areaOf :: a -> Double
+              areaOf _ = 0
+
+            instance HasArea Shape where
+              areaOf = area
+            """),
+        # The signature is the function's, with its haddock; the equations are one function.
+        # An instance is named by its type (as a Rust impl is).
+        whole=[
+            ("module", None, 1, 3),
+            ("class", "Shape", 5, 7),
+            ("function", "area", 9, 12),
+            ("class", "HasArea", 14, 17),
+            ("class", "Shape", 19, 20),
+        ],
+        split=[("header", "HasArea", 14, 14), ("method", "HasArea.areaOf", 15, 17)],
+        split_budget=25,
+    ),
+    Sample(
+        "ocaml",
+        src("""
+            open Printf
+
+            (** The area of a circle. *)
+            let area r =
+              3.14 *. r *. r
+
+            let pi = 3.14
+
+            (* A shape. *)
+            type shape = Circle of float | Square of float
+
+            module Geometry = struct
+              (** Scales a length. *)
+              let scale k s = k *. s
+
+              let double = fun s -> 2. *. s
+            end
+
+            let () = printf "%f\\n" (area 1.)
+            """),
+        # A ``let`` without parameters or ``fun`` is a value: module code.
+        whole=[
+            ("module", None, 1, 1),
+            ("function", "area", 3, 5),
+            ("module", None, 7, 7),
+            ("class", "shape", 9, 10),
+            ("class", "Geometry", 12, 17),
+            ("module", None, 19, 19),
+        ],
+        split=[
+            ("module", "Geometry", 12, 12),
+            ("method", "Geometry.scale", 13, 14),
+            ("method", "Geometry.double", 16, 17),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "zig",
+        src("""
+            const std = @import("std");
+
+            /// A point.
+            pub const Point = struct {
+                x: f32,
+                y: f32,
+
+                /// The origin.
+                pub fn origin() Point {
+                    return .{ .x = 0, .y = 0 };
+                }
+            };
+
+            // Adds two numbers.
+            pub fn add(a: i32, b: i32) i32 {
+                return a + b;
+            }
+
+            test "add works" {
+                try std.testing.expect(add(1, 2) == 3);
+            }
+            """),
+        whole=[
+            ("module", None, 1, 1),
+            ("class", "Point", 3, 12),
+            ("function", "add", 14, 17),
+            ("function", "add works", 19, 21),
+        ],
+        split=[
+            ("header", "Point", 3, 6),
+            ("method", "Point.origin", 8, 11),
+            ("header", "Point", 12, 12),
+        ],
+        split_budget=30,
+    ),
+    Sample(
+        "erlang",
+        src("""
+            -module(shapes).
+            -export([area/1, start/0]).
+
+            -record(circle, {r = 0 :: float()}).
+
+            %% @doc The area of a shape.
+            -spec area(shape()) -> float().
+            area(#circle{r = R}) ->
+                math:pi() * R * R;
+            area({square, S}) ->
+                S * S.
+
+            start() ->
+                io:format("~p~n", [area({square, 2})]).
+            """),
+        # The -spec is the function's; its clauses are one function.
+        whole=[
+            ("module", None, 1, 2),
+            ("class", "circle", 4, 4),
+            ("function", "area", 6, 11),
+            ("function", "start", 13, 14),
+        ],
+        split=[("function", "area", 6, 7), ("block", "area", 8, 9), ("block", "area", 10, 11)],
+        split_budget=30,
+    ),
 ]
 
 
@@ -916,6 +1139,124 @@ def test_items_inside_item_level_macro_blocks_are_definitions() -> None:
     # A macro taking its own syntax stays as written, in module code; every line is covered.
     assert any(c.kind == "module" and "impl_num!" in c.content for c in chunks)
     assert_contract(RUST_MACRO_BLOCKS, chunks, 512)
+
+
+DART_LOADER = src("""
+    /// Loads the settings.
+    Future<Settings> load(String path) async {
+      final file = File(path);
+      if (!await file.exists()) {
+        throw StateError('no settings at $path');
+      }
+      final text = await file.readAsString();
+      final json = jsonDecode(text) as Map<String, Object?>;
+      return Settings.fromJson(json);
+    }
+    int get answer => 42;
+    """)
+
+
+def test_a_dart_function_is_its_signature_and_the_body_after_it() -> None:
+    # The tree holds two siblings, ``function_signature`` then ``function_body``.
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("s.dart", DART_LOADER, "dart")
+    assert spans(chunks) == [("function", "load", 1, 10), ("function", "answer", 11, 11)]
+    # Over the budget, the body's statements are where it is cut; every part keeps the name.
+    chunker = TreeSitterChunker(COUNTER, max_tokens=40, min_tokens=0, overlap_lines=0)
+    chunks = chunker.chunk("s.dart", DART_LOADER, "dart")
+    load = [c for c in chunks if c.symbol == "load"]
+    assert [c.kind for c in load] == ["function"] + ["block"] * (len(load) - 1)
+    assert len(load) > 1 and load[-1].end_line == 10
+    lines = split_lines(DART_LOADER)
+    assert all(lines[c.start_line - 1].startswith("  ") for c in load[1:])
+    assert_contract(DART_LOADER, chunks, 40)
+
+
+def test_a_haskell_signature_and_its_equations_are_one_function() -> None:
+    text = src("""
+        -- | Looks a key up.
+        lookup :: Eq k => k -> [(k, v)] -> Maybe v
+        lookup _ [] = Nothing
+        lookup k ((k', v) : rest)
+          | k == k' = Just v
+          | otherwise = lookup k rest
+
+        insert :: k -> v -> [(k, v)] -> [(k, v)]
+        insert k v kvs = (k, v) : kvs
+        (<+>) :: Int -> Int -> Int
+        a <+> b = a + b
+        (x, y) = (1, 2)
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("m.hs", text, "haskell")
+    assert spans(chunks) == [
+        ("function", "lookup", 1, 6),
+        ("function", "insert", 8, 9),
+        ("function", "<+>", 10, 11),
+        ("module", None, 12, 12),
+    ]
+
+
+def test_r_functions_are_the_ones_assigned_to_a_name() -> None:
+    text = src("""
+        cache <<- function(key) {
+          store[[key]]
+        }
+        model <- lm(y ~ x, data = df)
+        f ~ function(x) {
+          x
+        }
+        Stack <- setRefClass("Stack",
+          methods = list(
+            push = function(x) {
+              items[[length(items) + 1]] <<- x
+            }
+          )
+        )
+        """)
+    chunker = TreeSitterChunker(COUNTER, max_tokens=30, min_tokens=0)
+    found = [(k, s) for k, s, _, _ in spans(chunker.chunk("r.R", text, "r"))]
+    # A formula's ``~`` is no assignment: that function has no name and is module code.
+    assert found == [
+        ("function", "cache"),
+        ("module", None),
+        ("header", "Stack"),
+        ("method", "Stack.push"),
+    ]
+
+
+def test_an_erlang_spec_stays_with_its_clauses_across_a_blank_line() -> None:
+    # OTP's own style: a -spec, a blank line, then the function's clauses.
+    text = src("""
+        %% append(L) appends the list of lists L
+
+        -spec append(ListOfLists) -> List1 when
+              ListOfLists :: [List],
+              List1 :: [term()].
+
+        append([E]) -> E;
+        append([H|T]) -> H ++ append(T);
+        append([]) -> [].
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("lists.erl", text, "erlang")
+    # The comment above it, apart by a blank line, is not the function's (as in any language).
+    assert spans(chunks) == [("module", None, 1, 1), ("function", "append", 3, 9)]
+
+
+def test_a_doc_comment_ending_in_the_next_line_s_indentation_is_not_that_line() -> None:
+    # tree-sitter-zig's doc_comment node runs into the indentation of the line below it.
+    text = src("""
+        const Counter = struct {
+            /// The count.
+            count: u32,
+            pub fn get(self: Counter) u32 {
+                return self.count;
+            }
+        };
+        """)
+    chunker = TreeSitterChunker(COUNTER, max_tokens=20, min_tokens=0)
+    chunks = chunker.chunk("c.zig", text, "zig")
+    # The field stays in the header: the method starts at its own line, not at ``count: u32,``.
+    assert [(c.kind, c.start_line) for c in chunks] == [("header", 1), ("method", 4)]
+    assert_contract(text, chunks, 20)
 
 
 def test_overlap_is_at_most_half_a_part() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -22,6 +23,9 @@ class Grammar:
     ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
     ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
     of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
+    ``continuations`` belong to the definition right before them (Dart's ``function_body``), and
+    consecutive ``clauses`` of one name are one definition (Haskell's equations); ``members`` are
+    member lists besides ``BODY_TYPES``; ``read`` is a language's own reading, tried first.
     """
 
     functions: frozenset[str]
@@ -38,6 +42,10 @@ class Grammar:
     # The kind of a split container's own lines (its declaration, docs and fields): a class's
     # ``header``; the ``module`` code of a language whose containers are modules (Elixir).
     container_gaps: str = "header"
+    continuations: frozenset[str] = frozenset()
+    clauses: frozenset[str] = frozenset()
+    members: frozenset[str] = frozenset()
+    read: Callable[[Node], tuple[str, Node, str | None] | None] | None = None
 
 
 def _words(names: str) -> frozenset[str]:
@@ -231,6 +239,8 @@ def rows(node: Node) -> tuple[int, int]:
 
 def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, str | None] | None:
     """``(category, definition node, name)`` for a definition or container, else None."""
+    if grammar.read is not None and (found := grammar.read(node)) is not None:
+        return found
     kind = node.type
     if kind in grammar.wrappers and depth < _MAX_WRAPPING:
         inner = node.child_by_field_name("declaration") or node.child_by_field_name("definition")
@@ -268,14 +278,17 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
 
 
 def _assigned_function(node: Node) -> tuple[str, Node, str | None] | None:
-    """``name = function ... end``: its targets are the first named child, its values the last."""
-    if len(node.named_children) < 2:
+    """``name = function ... end``: targets are the first named child, values the last (Lua: lists
+    of each; R: ``f <- function(x)``, one of each, and a formula's ``~`` is no assignment)."""
+    operator = _text(node.child_by_field_name("operator"))
+    if len(node.named_children) < 2 or operator not in (None, "=", "<-", "<<-", ":="):
         return None
-    targets, values = node.named_children[0], node.named_children[-1]
-    value = values.named_children[0] if values.named_children else None
-    if value is None or value.type not in _FUNCTION_VALUES or not targets.named_children:
+    target, value = node.named_children[0], node.named_children[-1]
+    if value.type not in _FUNCTION_VALUES and target.named_children and value.named_children:
+        target, value = target.named_children[0], value.named_children[0]
+    if value.type not in _FUNCTION_VALUES:
         return None
-    return FUNCTION, node, _clean(_text(targets.named_children[0]))
+    return FUNCTION, node, _clean(_text(target))
 
 
 def _call_definition(node: Node, grammar: Grammar) -> tuple[str, Node, str | None] | None:

@@ -8,7 +8,7 @@ and which rows the code between definitions covers. Sizes and merging are ``Line
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -36,6 +36,8 @@ class _Unit:
     kind: str
     symbol: str | None
     node: Node
+    # Nodes after ``node`` that continue the definition (a body sibling, further equations).
+    more: list[Node] = field(default_factory=list)
 
 
 class AstLayout:
@@ -55,35 +57,55 @@ class AstLayout:
         self, items: list[Node], qualifier: str | None, *, in_class: bool, depth: int
     ) -> tuple[list[_Unit], list[Node]]:
         """Definitions among ``items`` (looking through transparent ones) and the other nodes."""
+        grammar = self._grammar
         units: list[_Unit] = []
         others: list[Node] = []
+        previous: _Unit | None = None  # the definition read from the item right before
         for item in items:
-            found = classify(item, self._grammar)
+            if previous is not None and item.type in grammar.continuations:
+                previous.end = max(previous.end, rows(item)[1])
+                previous.more.append(item)
+                continue
+            found = classify(item, grammar)
             if found is None:
                 others.append(item)
+                previous = None
                 continue
             category, node, name = found
             if category == TRANSPARENT:
                 if depth < _MAX_DEPTH:
                     inner_units, inner_others = self._collect(
-                        _members(node), qualifier, in_class=in_class, depth=depth + 1
+                        _members(node, grammar.members),
+                        qualifier,
+                        in_class=in_class,
+                        depth=depth + 1,
                     )
                     units.extend(inner_units)
                     others.extend(inner_others)
                 else:
                     others.append(item)
+                previous = None
                 continue
             owner = qualifier
             if category == CLASS:
                 kind = "class"
-            elif node.type in self._grammar.receiver_methods:
+            elif node.type in grammar.receiver_methods:
                 kind = "method"
                 owner = receiver_type(node) or qualifier
             else:
                 kind = "method" if in_class else "function"
             symbol = f"{owner}.{name}" if owner and name else (name or owner)
             first, last = rows(item)
-            units.append(_Unit(first, last, category, kind, symbol, node))
+            if (
+                previous is not None
+                and node.type in grammar.clauses
+                and (previous.node.type, previous.symbol) == (node.type, symbol)
+            ):
+                previous.end = max(previous.end, last)
+                previous.more.append(node)
+                continue
+            previous = _Unit(first, last, category, kind, symbol, node)
+            units.append(previous)
         return units, others
 
     def _layout(
@@ -134,7 +156,10 @@ class AstLayout:
             return [Piece(unit.start, unit.end, unit.kind, unit.symbol)], True
         if unit.category == CLASS and depth < _MAX_DEPTH:
             members, others = self._collect(
-                _members(unit.node), unit.symbol, in_class=True, depth=depth + 1
+                _members(unit.node, self._grammar.members),
+                unit.symbol,
+                in_class=True,
+                depth=depth + 1,
             )
             if members:
                 gaps = self._grammar.container_gaps
@@ -145,7 +170,7 @@ class AstLayout:
         # The definition's own first row is where its comments above it end: a cut there, and
         # none inside them (a long doc comment is packed by lines, not cut after its first row).
         own_first = max(rows(unit.node)[0], unit.start)
-        cuts = self._cuts([unit.node], unit.start, unit.end, floor=own_first)
+        cuts = self._cuts([unit.node, *unit.more], unit.start, unit.end, floor=own_first)
         parts = budget.pack(unit.start, unit.end, cuts)
         return [
             Piece(s, e, unit.kind if i == 0 else "block", unit.symbol, mergeable=False)
@@ -214,15 +239,15 @@ class AstLayout:
         return row
 
 
-def _members(node: Node) -> list[Node]:
-    """A container's items: its children, with its body (member list) replaced by its members."""
+def _members(node: Node, lists: frozenset[str] = frozenset()) -> list[Node]:
+    """A container's items: its children, with its body (member lists) replaced by its members."""
     body = node.child_by_field_name("body")
     body_id = body.id if body is not None else None
     items: list[Node] = []
     stack = list(reversed(node.named_children))
     while stack:
         child = stack.pop()
-        if child.id == body_id or child.type in BODY_TYPES:
+        if child.id == body_id or child.type in BODY_TYPES or child.type in lists:
             stack.extend(reversed(child.named_children))
         else:
             items.append(child)

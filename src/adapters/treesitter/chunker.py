@@ -34,9 +34,9 @@ preprocessor blocks and ERROR nodes are looked through, so unparseable text stil
 
 This module parses; the rest of the package does the laying out: ``_layout`` (a syntax tree
 as pieces), ``_text`` (files without a grammar), ``_lines`` (token budget, packing, merging)
-and ``_grammar`` (what each language's node types mean); ``_rust_macros`` shows the parser
-the Rust items written inside item-level macro blocks. The defaults of the budget are
-``core.defaults.CHUNK_*``, as the product runs.
+and ``_grammar`` with ``_grammar_more`` (what each language's node types mean);
+``_rust_macros`` shows the parser the Rust items written inside item-level macro blocks. The
+defaults of the budget are ``core.defaults.CHUNK_*``, as the product runs.
 """
 
 from __future__ import annotations
@@ -48,10 +48,9 @@ from typing import cast
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
+from codebase_mcp_search.adapters.treesitter import _grammar, _grammar_more
 from codebase_mcp_search.adapters.treesitter._grammar import (
-    GRAMMARS,
     PREFIX_MARKS,
-    PREFIX_PATTERNS,
     PREFIX_TYPES,
     rows,
 )
@@ -63,6 +62,8 @@ from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.models import ChunkDraft, split_lines
 from codebase_mcp_search.core.ports import TokenCounter
 
+GRAMMARS = {**_grammar.GRAMMARS, **_grammar_more.GRAMMARS}
+PREFIX_PATTERNS = {**_grammar.PREFIX_PATTERNS, **_grammar_more.PREFIX_PATTERNS}
 AST_LANGUAGES = frozenset(GRAMMARS)
 # Lines repeated between consecutive windows of a file without a grammar, and a window's size.
 OVERLAP_LINES = 3
@@ -167,17 +168,32 @@ class TreeSitterChunker:
 
 
 def _prefix_rows(query: Query | None, root: Node, lines: list[str]) -> frozenset[int]:
-    """Rows that start with a comment, decorator or attribute."""
+    """Rows that start with a comment, decorator or attribute.
+
+    A node captured as ``@spaced`` too (Erlang's ``-spec``) also takes the blank rows below it:
+    it describes the definition below across them, as OTP's own code writes it.
+    """
     if query is None:
         return frozenset()
     found: set[int] = set()
-    for node in QueryCursor(query).captures(root).get("p", ()):
+    captures = QueryCursor(query).captures(root)
+    for node in captures.get("p", ()):
         first, last = rows(node)
         if first >= len(lines):
             continue
         if lines[first].encode("utf-8", "replace")[: node.start_point.column].strip():
             continue
+        end = node.end_point
+        if end.row == last < len(lines) and last > first:
+            # Zig's doc comments end in the indentation of the line below them: not their row.
+            head = lines[last].encode("utf-8", "replace")[: end.column]
+            last = last if head.strip() else last - 1
         found.update(range(first, min(last, len(lines) - 1) + 1))
+    for node in captures.get("spaced", ()):
+        first, row = rows(node)
+        while first in found and row + 1 < len(lines) and not lines[row + 1].strip():
+            row += 1
+            found.add(row)
     return frozenset(found)
 
 
