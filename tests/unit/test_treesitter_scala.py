@@ -155,3 +155,18 @@ def test_scala_3_givens_are_classes_of_their_members() -> None:
     assert ("method", "Instances.listFunctor.void", 6, 6) in found
     assert ("method", "Instances.optionFunctor.map", 10, 11) in found
     assert ("method", "Instances.optionFunctor.void", 13, 13) in found
+
+
+def test_a_package_object_is_a_class() -> None:
+    text = src("""
+        package cats
+
+        package object data extends ScalaVersionSpecificPackage {
+          type ValidatedNel[+E, +A] = Validated[NonEmptyList[E], A]
+
+          def NonEmptyStream[A](head: A, tail: A*): NonEmptyStream[A] =
+            OneAnd(head, tail.toStream)
+        }
+        """)
+    assert spans(chunk(text)) == [("module", None, 1, 1), ("class", "data", 3, 8)]
+    assert ("method", "data.NonEmptyStream", 6, 8) in spans(chunk(text, max_tokens=40))

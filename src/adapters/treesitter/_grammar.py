@@ -156,7 +156,7 @@ GRAMMARS: dict[str, Grammar] = {
     ),
     "scala": _g(
         "function_definition function_declaration",
-        "class_definition object_definition trait_definition enum_definition",
+        "class_definition object_definition trait_definition enum_definition package_object",
         transparent="package_clause",
         instances="val_definition given_definition",
     ),

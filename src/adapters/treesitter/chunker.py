@@ -11,8 +11,8 @@ Kinds:
 - ``method``: a function inside a class-like definition, or a Go method; symbol
   ``Class.method`` (nested classes give ``Outer.Inner.method``).
 - ``class``: a class or its equivalent (struct, union, enum, interface, trait, impl, protocol,
-  extension, object, record, Ruby module, Go type, C typedef'd struct, Scala typeclass
-  instance: ``implicit val x: T = new T { ... }``, ``given x: T with ...``).
+  extension, object, record, Ruby module, Go type, C typedef'd struct, Scala package object and
+  typeclass instance: ``implicit val x: T = new T { ... }``, ``given x: T with ...``).
 - ``header``: the lines of a class split into parts that are not in a member definition
   (signature, docstring, fields; the symbol is the class).
 - ``module``: code between definitions (imports, constants, top-level statements).
