@@ -236,6 +236,17 @@ object Main extends App {
   val users = List(User(1, "a"))
   users.foreach(u => println(u.name))
 }
+package object data {
+  implicit val showUser: Show[User] =
+    new Show[User] {
+      def show(u: User): String =
+        u.name
+      // the next one's
+    }
+  /** Lists. */
+  given listShow: Show[List[Int]] with
+    def show(xs: List[Int]) = xs.mkString
+}
 """,
     "bash": """
 #!/usr/bin/env bash

@@ -26,6 +26,8 @@ class Grammar:
     ``continuations`` belong to the definition right before them (Dart's ``function_body``), and
     consecutive ``clauses`` of one name are one definition (Haskell's equations); ``members`` are
     member lists besides ``BODY_TYPES``; ``read`` is a language's own reading, tried first.
+    ``instances`` (Scala's ``val`` and ``given``) are containers when their value is an anonymous
+    class (``new T { ... }``) or a ``with`` body: a typeclass instance, whose members are methods.
     """
 
     functions: frozenset[str]
@@ -39,6 +41,7 @@ class Grammar:
     calls: frozenset[str] = frozenset()
     function_calls: frozenset[str] = frozenset()
     class_calls: frozenset[str] = frozenset()
+    instances: frozenset[str] = frozenset()
     # The kind of a split container's own lines (its declaration, docs and fields): a class's
     # ``header``; the ``module`` code of a language whose containers are modules (Elixir).
     container_gaps: str = "header"
@@ -64,6 +67,7 @@ def _g(
     calls: str = "",
     function_calls: str = "",
     class_calls: str = "",
+    instances: str = "",
     container_gaps: str = "header",
 ) -> Grammar:
     return Grammar(
@@ -78,6 +82,7 @@ def _g(
         calls=_words(calls),
         function_calls=_words(function_calls),
         class_calls=_words(class_calls),
+        instances=_words(instances),
         container_gaps=container_gaps,
     )
 
@@ -159,8 +164,9 @@ GRAMMARS: dict[str, Grammar] = {
     ),
     "scala": _g(
         "function_definition function_declaration",
-        "class_definition object_definition trait_definition enum_definition",
+        "class_definition object_definition trait_definition enum_definition package_object",
         transparent="package_clause",
+        instances="val_definition given_definition",
     ),
     "bash": _g("function_definition"),
     # Elixir defines with macros: ``def``/``defp``/... are calls whose first argument is the name.
@@ -200,6 +206,9 @@ PREFIX_TYPES = (
     "annotation",
 )
 
+# The PREFIX_TYPES that are comments (the others are decorators, attributes, annotations).
+COMMENT_TYPES = frozenset(t for t in PREFIX_TYPES if "comment" in t)
+
 # Per language, characters of which every node of a PREFIX_TYPES type holds at least one: a file
 # with none of them has no such node, and the query for them is skipped. Only languages whose
 # grammars make this plain are listed (Python: comments are ``#...``, decorators ``@...``; bash:
@@ -211,7 +220,7 @@ BODY_TYPES = _words(
     "class_body enum_class_body enum_body enum_body_declarations declaration_list "
     "field_declaration_list template_body body_statement interface_body protocol_body "
     "statement_block compound_statement block enum_member_declaration_list "
-    "enum_declaration_list do_block"
+    "enum_declaration_list do_block with_template_body"
 )
 
 _FUNCTION_VALUES = _words(
@@ -225,6 +234,8 @@ _DECLARATOR_LEAVES = _words(
     "identifier field_identifier qualified_identifier destructor_name operator_name "
     "type_identifier primitive_type"
 )
+_INSTANCE_BODIES = _words("template_body with_template_body")
+_BLOCKS = _words("block indented_block")
 _CLASS_NEEDS_BODY = _words("struct_specifier union_specifier enum_specifier class_specifier")
 _MAX_WRAPPING = 4
 MAX_NAME_CHARS = 200
@@ -274,6 +285,30 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
         return _assigned_function(node)
     if kind in grammar.calls:
         return _call_definition(node, grammar)
+    if kind in grammar.instances and instance_body(node) is not None:
+        name = node.child_by_field_name("name") or node.child_by_field_name("pattern")
+        if name is None:  # an anonymous given: Scala names it after the type it implements
+            name = node.child_by_field_name("return_type")
+        return CLASS, node, _clean(_text(name))
+    return None
+
+
+def instance_body(node: Node) -> Node | None:
+    """The member list of an instance definition: the body of the anonymous class that is its
+    value (``val x: T = new T { ... }``, alone in a block or an indented block), or its ``with``
+    body (``given x: T with ...``); None when the value is anything else."""
+    value = node.child_by_field_name("value") or node.child_by_field_name("body")
+    for _ in range(_MAX_WRAPPING):
+        if value is None:
+            return None
+        if value.type in _INSTANCE_BODIES:
+            return value
+        if value.type == "instance_expression":
+            return next((c for c in value.named_children if c.type in _INSTANCE_BODIES), None)
+        if value.type not in _BLOCKS:
+            return None
+        code = [c for c in value.named_children if c.type not in COMMENT_TYPES]
+        value = code[0] if len(code) == 1 else None
     return None
 
 

@@ -15,9 +15,11 @@ from tree_sitter import Node
 from codebase_mcp_search.adapters.treesitter._grammar import (
     BODY_TYPES,
     CLASS,
+    COMMENT_TYPES,
     TRANSPARENT,
     Grammar,
     classify,
+    instance_body,
     receiver_type,
     rows,
 )
@@ -95,7 +97,8 @@ class AstLayout:
             else:
                 kind = "method" if in_class else "function"
             symbol = f"{owner}.{name}" if owner and name else (name or owner)
-            first, last = rows(item)
+            first = rows(item)[0]
+            last = _own_last(item, self._budget.lines)
             if (
                 previous is not None
                 and node.type in grammar.clauses
@@ -239,15 +242,70 @@ class AstLayout:
         return row
 
 
+def _own_last(node: Node, lines: list[str]) -> int:
+    """The last row of a definition, without the comments it ends with that are not its own.
+
+    A definition ends at its last token. Comments are no tokens of the language, yet a grammar
+    may end a node after some (tree-sitter-scala's indented bodies, ``def f =`` and ``object
+    A:``, close where the next token opens: over the blank rows and the next definition's doc
+    comment). A trailing comment indented deeper than the definition's first row is inside its
+    body, as the language reads indentation, and stays (a Python block holds only such); from
+    the first one that is not, the rows belong to what follows. A definition closed by a token
+    (``}``, ``end``) ends with it, the comments before it included.
+    """
+    trailing: list[Node] = []
+    current = node
+    for _ in range(_MAX_DEPTH):
+        children = current.children
+        i = len(children)
+        while i and (children[i - 1].type in COMMENT_TYPES or _empty(children[i - 1])):
+            i -= 1
+        trailing[:0] = [c for c in children[i:] if not _empty(c)]
+        if not i:
+            if children:  # nothing but comments inside: keep the node's own end
+                return rows(node)[1]
+            break
+        current = children[i - 1]
+    last = rows(current)[1]
+    own_indent = _indent(lines[rows(node)[0]])
+    for comment in trailing:
+        first, comment_last = rows(comment)
+        if first > last and _indent(lines[first]) <= own_indent:
+            break
+        last = max(last, comment_last)
+    return last
+
+
+def _empty(node: Node) -> bool:
+    return node.start_byte == node.end_byte
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def _members(node: Node, lists: frozenset[str] = frozenset()) -> list[Node]:
-    """A container's items: its children, with its body (member lists) replaced by its members."""
+    """A container's items: its children, with its body (member lists: ``lists`` besides
+    ``BODY_TYPES``) replaced by its members.
+
+    An instance's body is its anonymous class's (``val x: T = new T { ... }``): the value
+    holding it is looked through as well.
+    """
     body = node.child_by_field_name("body")
-    body_id = body.id if body is not None else None
+    if body is None or body.type not in BODY_TYPES:
+        body = instance_body(node) or body
+    # The body and the nodes between it and ``node``.
+    through: set[int] = set()
+    for _ in range(_MAX_DEPTH):
+        if body is None or body.id == node.id:
+            break
+        through.add(body.id)
+        body = body.parent
     items: list[Node] = []
     stack = list(reversed(node.named_children))
     while stack:
         child = stack.pop()
-        if child.id == body_id or child.type in BODY_TYPES or child.type in lists:
+        if child.id in through or child.type in BODY_TYPES or child.type in lists:
             stack.extend(reversed(child.named_children))
         else:
             items.append(child)

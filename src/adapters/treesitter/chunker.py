@@ -11,7 +11,8 @@ Kinds:
 - ``method``: a function inside a class-like definition, or a Go method; symbol
   ``Class.method`` (nested classes give ``Outer.Inner.method``).
 - ``class``: a class or its equivalent (struct, union, enum, interface, trait, impl, protocol,
-  extension, object, record, Ruby module, Go type, C typedef'd struct).
+  extension, object, record, Ruby module, Go type, C typedef'd struct, Scala package object and
+  typeclass instance: ``implicit val x: T = new T { ... }``, ``given x: T with ...``).
 - ``header``: the lines of a class split into parts that are not in a member definition
   (signature, docstring, fields; the symbol is the class).
 - ``module``: code between definitions (imports, constants, top-level statements).
@@ -19,7 +20,9 @@ Kinds:
   the definition's symbol.
 - ``text``: a line window of a file without a grammar (the symbol is a Markdown heading).
 
-Definitions include the comments, decorators and attributes on the lines right above them.
+Definitions include the comments, decorators and attributes on the lines right above them,
+and end at their last token: comments after it belong to what follows unless indented into
+the definition's body.
 A definition that fits ``max_tokens`` is one chunk. A class that does not is split into its
 members plus header chunks; any other definition is split at statement boundaries (inside a
 statement too large on its own, else by lines) with ``overlap_lines`` of overlap, at most half
