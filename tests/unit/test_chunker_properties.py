@@ -65,6 +65,9 @@ export class UserService {
 }
 namespace Util { export const x = 1; }
 type Id = string | number;
+export const $ZodAny = core.$constructor("$ZodAny", (inst, def) => {
+  inst._zod.parse = (payload) => payload;
+});
 """,
     "tsx": """
 import React, { useState } from "react";

@@ -1018,6 +1018,47 @@ def test_js_tests_with_nested_callbacks_split_inside() -> None:
     assert_contract(text, chunks, 80)
 
 
+# Values made by calling a function with a function literal: the literal is the definition
+# (zod's schema constructors, React's memo/forwardRef, debounce). Calls without one are data.
+MADE_BY_CALLS = src("""
+    import { memo, forwardRef } from "react";
+
+    export const $ZodString = /*@__PURE__*/ core.$constructor("$ZodString", (inst, def) => {
+      $ZodType.init(inst, def);
+      inst._zod.parse = (payload) => payload;
+    });
+
+    const Input = memo(forwardRef(function Input(props, ref) {
+      return render(props, ref);
+    }));
+
+    const save = debounce(async () => {
+      await store.flush();
+    }, 100);
+
+    export const appRouter = t.router({
+      greet: t.procedure.query(() => "hi"),
+    });
+    const Title = styled.h1`
+      font-size: 2em;
+    `;
+    const client = createClient(options);
+    """)
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_a_value_made_by_a_call_with_a_function_literal_is_a_function(language: str) -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("schemas", MADE_BY_CALLS, language)
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("function", "$ZodString", 3, 6),
+        ("function", "Input", 8, 10),
+        ("function", "save", 12, 14),
+        ("module", None, 16, 22),
+    ]
+    assert_contract(MADE_BY_CALLS, chunks, 512)
+
+
 @pytest.mark.parametrize("text", ["", "\n", "   \n\t\n", "\r\n\r\n"])
 @pytest.mark.parametrize("language", ["python", "go", None, "markdown"])
 def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -> None:

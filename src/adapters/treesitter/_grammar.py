@@ -18,8 +18,9 @@ class Grammar:
     ``transparent`` nodes (namespaces, preprocessor blocks, ERROR) are looked through: their
     definitions count as definitions of the enclosing level. ``wrappers`` (decorators, export,
     template) take their kind and name from the definition they wrap but keep their own range.
-    ``variables`` and ``fields`` are definitions only when their value is a function, and so are
-    ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
+    ``variables`` and ``fields`` are definitions only when their value is a function (or a call
+    with a function literal among its arguments, which wraps it: ``memo((p) => ...)``), and so
+    are ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
     ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
     of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
     """
@@ -209,6 +210,8 @@ BODY_TYPES = _words(
 _FUNCTION_VALUES = _words(
     "arrow_function function_expression function generator_function function_definition"
 )
+# Calls whose arguments may hold the function a variable is bound to (JavaScript, TypeScript).
+_CALL_VALUES = _words("call_expression")
 _NAME_TYPES = _words(
     "identifier type_identifier simple_identifier constant name word field_identifier "
     "property_identifier namespace_identifier"
@@ -346,7 +349,25 @@ def definition_name(node: Node) -> str | None:
 
 def _is_function_value(node: Node) -> bool:
     value = node.child_by_field_name("value")
-    return value is not None and value.type in _FUNCTION_VALUES
+    return value is not None and _defines_function(value, 0)
+
+
+def _defines_function(value: Node, depth: int) -> bool:
+    """A function literal, or a call holding one among its arguments (maybe in a nested call).
+
+    A higher-order call given a function literal makes a function from it: a schema
+    constructor (``$constructor("Name", (inst, def) => {...})``), ``memo(forwardRef(...))``,
+    ``debounce(() => ...)``; the literal is the definition the name stands for. A call given
+    only data (``router({...})``, a tagged template) is not.
+    """
+    if value.type in _FUNCTION_VALUES:
+        return True
+    if value.type not in _CALL_VALUES or depth >= _MAX_WRAPPING:
+        return False
+    arguments = value.child_by_field_name("arguments")
+    return arguments is not None and any(
+        _defines_function(argument, depth + 1) for argument in arguments.named_children
+    )
 
 
 def _text(node: Node | None) -> str | None:
