@@ -41,12 +41,12 @@ def test_doc_comment_cut_off_as_a_part_of_its_own_is_not_absorbed() -> None:
 
 
 def test_unlisted_definition_types_at_item_positions_look_through_wrappers() -> None:
-    source = b"export type A = { a: string };\nfunction f(): void {}\n"
+    source = b"export import Foo = Bar.Baz;\nfunction f(): void {}\n"
     root = _parse("typescript", source)
     found = audit_tree(root, source, GRAMMARS["typescript"], [(0, 0), (1, 1)])
-    assert ("type_alias_declaration", 0, True) in found.unlisted
+    assert ("import_alias", 0, True) in found.unlisted
     assert [(n.type, defines) for n, defines in item_nodes(root, GRAMMARS["typescript"])] == [
-        ("type_alias_declaration", False),
+        ("import_alias", False),
         ("function_declaration", True),
     ]
 

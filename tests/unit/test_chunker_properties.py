@@ -65,6 +65,9 @@ export class UserService {
 }
 namespace Util { export const x = 1; }
 type Id = string | number;
+export type Output<T> = T extends { _output: infer O }
+  ? O
+  : never;
 export const $ZodAny = core.$constructor("$ZodAny", (inst, def) => {
   inst._zod.parse = (payload) => payload;
 });

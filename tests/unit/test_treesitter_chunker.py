@@ -1059,6 +1059,33 @@ def test_a_value_made_by_a_call_with_a_function_literal_is_a_function(language: 
     assert_contract(MADE_BY_CALLS, chunks, 512)
 
 
+TYPE_ALIASES = src("""
+    import type { AnyRouter } from "./router";
+
+    /** What a procedure returns. */
+    export type inferProcedureOutput<TProcedure> = TProcedure extends {
+      _def: { $types: { output: infer TOutput } };
+    }
+      ? TOutput
+      : never;
+
+    type Maybe<T> = T | null | undefined;
+    const DEFAULT = 1;
+    """)
+
+
+@pytest.mark.parametrize("language", ["typescript", "tsx"])
+def test_type_aliases_over_several_lines_are_definitions(language: str) -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("types.ts", TYPE_ALIASES, language)
+    # A one-line alias names a type expression as a constant names a value: module code.
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("class", "inferProcedureOutput", 3, 8),
+        ("module", None, 10, 11),
+    ]
+    assert_contract(TYPE_ALIASES, chunks, 512)
+
+
 @pytest.mark.parametrize("text", ["", "\n", "   \n\t\n", "\r\n\r\n"])
 @pytest.mark.parametrize("language", ["python", "go", None, "markdown"])
 def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -> None:

@@ -85,7 +85,10 @@ _JS = _g(
 _TS = _g(
     "function_declaration generator_function_declaration method_definition function_signature"
     " method_signature abstract_method_signature",
-    "class_declaration abstract_class_declaration interface_declaration enum_declaration",
+    # A type alias over several lines (an object, conditional or mapped type) defines a type as
+    # an interface does; Go's type declarations are classes too.
+    "class_declaration abstract_class_declaration interface_declaration enum_declaration"
+    " type_alias_declaration",
     transparent="internal_module module",
     wrappers="export_statement ambient_declaration expression_statement",
     variables="lexical_declaration variable_declaration",
@@ -221,6 +224,10 @@ _DECLARATOR_LEAVES = _words(
     "type_identifier primitive_type"
 )
 _CLASS_NEEDS_BODY = _words("struct_specifier union_specifier enum_specifier class_specifier")
+# A one-line type alias (``type Id = string | number``) names a type expression as a constant
+# names a value: it stays in the module code around it (where the ranking's ``type`` keyword
+# rule still finds it), rather than becoming a one-line chunk of its own.
+_CLASS_NEEDS_ROWS = _words("type_alias_declaration")
 _MAX_WRAPPING = 4
 MAX_NAME_CHARS = 200
 
@@ -249,6 +256,8 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
         return FUNCTION, node, definition_name(node)
     if kind in grammar.classes:
         if kind in _CLASS_NEEDS_BODY and node.child_by_field_name("body") is None:
+            return None
+        if kind in _CLASS_NEEDS_ROWS and node.start_point.row == node.end_point.row:
             return None
         if kind == "type_definition":
             inner_type = node.child_by_field_name("type")
