@@ -61,9 +61,9 @@ def test_class_members_are_items_only_when_the_class_is_split() -> None:
 
 
 def test_a_function_the_chunker_never_reaches_is_reported_with_its_parent() -> None:
-    source = b"if true; then\n  f() { echo hi; }\nfi\ng() { echo; }\n"
+    source = b"while true; do\n  f() { echo hi; }\ndone\ng() { echo; }\n"
     found = audit_tree(_parse("bash", source), source, GRAMMARS["bash"], [(0, 2), (3, 3)])
-    assert found.hidden == [("if_statement", 1, "f")]
+    assert found.hidden == [("do_group", 1, "f")]
 
 
 def test_rows_under_error_nodes_are_counted_without_blank_rows() -> None:

@@ -244,6 +244,14 @@ for f in "$@"; do
     *.txt) log "text $f" ;;
   esac
 done
+if command -v hub; then
+  _hub() { hub "$@"; }
+elif true; then :; else
+  function _nohub {
+    return 1
+  }
+fi
+_command_exists mvim && function mvimt { command mvim "$@"; }
 """,
     "elixir": """
 defmodule App.Cache do

@@ -1086,6 +1086,38 @@ def test_type_aliases_over_several_lines_are_definitions(language: str) -> None:
     assert_contract(TYPE_ALIASES, chunks, 512)
 
 
+# Functions defined only when a condition holds: in an if/elif/else, or after `&&` in a list.
+CONDITIONAL_FUNCTIONS = src("""
+    if _is_function _git; then
+      # Lists the commands.
+      __git_list_all_commands() {
+        echo alias
+      }
+      HUB=1
+    elif command -v hub; then
+      _hub() { hub "$@"; }
+    else
+      function _nohub {
+        return 1
+      }
+    fi
+    _command_exists mvim && function mvimt { command mvim --remote-tab-silent "$@"; }
+    """)
+
+
+def test_bash_functions_in_conditionals_and_lists_are_definitions() -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("hub.bash", CONDITIONAL_FUNCTIONS, "bash")
+    found = spans(chunks)
+    for expected in [
+        ("function", "__git_list_all_commands", 2, 5),
+        ("function", "_hub", 8, 8),
+        ("function", "_nohub", 10, 13),  # a closer (`fi`) joins the chunk before it
+        ("function", "mvimt", 14, 14),
+    ]:
+        assert expected in found
+    assert_contract(CONDITIONAL_FUNCTIONS, chunks, 512)
+
+
 @pytest.mark.parametrize("text", ["", "\n", "   \n\t\n", "\r\n\r\n"])
 @pytest.mark.parametrize("language", ["python", "go", None, "markdown"])
 def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -> None:

@@ -16,18 +16,21 @@ class Grammar:
     """Node types of one tree-sitter grammar, grouped by what the chunker does with them.
 
     ``transparent`` nodes (namespaces, preprocessor blocks, ERROR) are looked through: their
-    definitions count as definitions of the enclosing level. ``wrappers`` (decorators, export,
-    template) take their kind and name from the definition they wrap but keep their own range.
-    ``variables`` and ``fields`` are definitions only when their value is a function (or a call
-    with a function literal among its arguments, which wraps it: ``memo((p) => ...)``), and so
-    are ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
-    ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
-    of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
+    definitions count as definitions of the enclosing level; ``conditionals`` (an ``if``, a
+    ``&&`` list) are looked through only when they hold a definition. ``wrappers`` (decorators,
+    export, template) take their kind and name from the definition they wrap but keep their own
+    range. ``variables`` and ``fields`` are definitions only when their value is a function (or
+    a call with a function literal among its arguments, which wraps it: ``memo((p) => ...)``),
+    and so are ``assignments`` (``name = function ... end``: Lua). Where definitions are calls
+    (Elixir's ``def name(args) do ... end``), a node of a ``calls`` type is a function when its
+    callee is one of ``function_calls``, a container when one of ``class_calls``, and named by
+    its first argument.
     """
 
     functions: frozenset[str]
     classes: frozenset[str]
     transparent: frozenset[str] = frozenset()
+    conditionals: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
     variables: frozenset[str] = frozenset()
     fields: frozenset[str] = frozenset()
@@ -49,6 +52,7 @@ def _g(
     functions: str,
     classes: str = "",
     transparent: str = "",
+    conditionals: str = "",
     wrappers: str = "",
     variables: str = "",
     fields: str = "",
@@ -63,6 +67,7 @@ def _g(
         functions=_words(functions),
         classes=_words(classes),
         transparent=_words(transparent) | {"ERROR"},
+        conditionals=_words(conditionals),
         wrappers=_words(wrappers),
         variables=_words(variables),
         fields=_words(fields),
@@ -85,8 +90,7 @@ _JS = _g(
 _TS = _g(
     "function_declaration generator_function_declaration method_definition function_signature"
     " method_signature abstract_method_signature",
-    # A type alias over several lines (an object, conditional or mapped type) defines a type as
-    # an interface does; Go's type declarations are classes too.
+    # Type aliases over several lines (object, conditional, mapped types) define types too.
     "class_declaration abstract_class_declaration interface_declaration enum_declaration"
     " type_alias_declaration",
     transparent="internal_module module",
@@ -158,7 +162,8 @@ GRAMMARS: dict[str, Grammar] = {
         "class_definition object_definition trait_definition enum_definition",
         transparent="package_clause",
     ),
-    "bash": _g("function_definition"),
+    # A function defined only when a condition holds (in an ``if``, after ``&&``) is a function.
+    "bash": _g("function_definition", conditionals="if_statement elif_clause else_clause list"),
     # Elixir defines with macros: ``def``/``defp``/... are calls whose first argument is the name.
     "elixir": _g(
         "",
@@ -224,9 +229,8 @@ _DECLARATOR_LEAVES = _words(
     "type_identifier primitive_type"
 )
 _CLASS_NEEDS_BODY = _words("struct_specifier union_specifier enum_specifier class_specifier")
-# A one-line type alias (``type Id = string | number``) names a type expression as a constant
-# names a value: it stays in the module code around it (where the ranking's ``type`` keyword
-# rule still finds it), rather than becoming a one-line chunk of its own.
+# A one-line alias (``type Id = string | number``) names a type expression as a constant names
+# a value: it stays in module code, where the ranking's ``type`` keyword rule still finds it.
 _CLASS_NEEDS_ROWS = _words("type_alias_declaration")
 _MAX_WRAPPING = 4
 MAX_NAME_CHARS = 200
@@ -252,6 +256,10 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
         return None
     if kind in grammar.transparent:
         return TRANSPARENT, node, None
+    if kind in grammar.conditionals:
+        branches = node.named_children if depth < _MAX_WRAPPING else []
+        held = any(classify(child, grammar, depth + 1) is not None for child in branches)
+        return (TRANSPARENT, node, None) if held else None
     if kind in grammar.functions:
         return FUNCTION, node, definition_name(node)
     if kind in grammar.classes:
@@ -362,13 +370,9 @@ def _is_function_value(node: Node) -> bool:
 
 
 def _defines_function(value: Node, depth: int) -> bool:
-    """A function literal, or a call holding one among its arguments (maybe in a nested call).
-
-    A higher-order call given a function literal makes a function from it: a schema
-    constructor (``$constructor("Name", (inst, def) => {...})``), ``memo(forwardRef(...))``,
-    ``debounce(() => ...)``; the literal is the definition the name stands for. A call given
-    only data (``router({...})``, a tagged template) is not.
-    """
+    """A function literal, or a call given one (maybe in a nested call), which makes a function
+    of it: ``$constructor("Name", (inst, def) => {...})``, ``memo(forwardRef(...))``. A call
+    given only data (``router({...})``, a tagged template) is not."""
     if value.type in _FUNCTION_VALUES:
         return True
     if value.type not in _CALL_VALUES or depth >= _MAX_WRAPPING:
