@@ -12,7 +12,7 @@ line spans of the chunks the chunker made, ``audit_tree`` reports:
 - every unclassified item (any type), with its size in rows: what the chunker leaves to the
   ``module`` / ``header`` gaps;
 - definitions the grammar classifies, outside any function or any class kept whole, that the
-  chunker never reaches (a bash function inside an ``if``), by the type of their parent;
+  chunker never reaches (a bash function inside a loop), by the type of their parent;
 - doc comments left behind: for each definition the grammar classifies (at any depth), the
   comment rows right above it (over attribute / decorator rows, no blank row between) that no
   chunk holding the definition's first row also holds.
@@ -59,6 +59,7 @@ def listed(grammar: Grammar) -> frozenset[str]:
         grammar.functions
         | grammar.classes
         | grammar.transparent
+        | grammar.conditionals
         | grammar.wrappers
         | grammar.variables
         | grammar.fields
@@ -96,7 +97,7 @@ class TreeAudit:
     # (node type, first row, rows spanned): unclassified items
     items: list[tuple[str, int, int]] = field(default_factory=list)
     # (parent type, first row, symbol): definitions outside any function or whole class that the
-    # chunker never reaches (inside an ``if``, a call, a value the grammar does not look into)
+    # chunker never reaches (inside a loop, a call, a value the grammar does not look into)
     hidden: list[tuple[str, int, str | None]] = field(default_factory=list)
     definitions: int = 0
     with_comment: int = 0

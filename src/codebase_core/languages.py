@@ -35,6 +35,10 @@ CODE_EXTENSIONS: dict[str, str] = {
     "sc": "scala",
     "sh": "bash",
     "bash": "bash",
+    # Bats tests and zsh scripts are shell code the bash grammar reads (bats's ``@test`` lines
+    # and zsh's own syntax are left as module code).
+    "bats": "bash",
+    "zsh": "bash",
     "ex": "elixir",
     "exs": "elixir",
     "lua": "lua",
@@ -88,6 +92,47 @@ def language_for_path(path: str) -> str | None:
         return None
     ext = name.rsplit(".", 1)[-1].lower()
     return CODE_EXTENSIONS.get(ext) or TEXT_EXTENSIONS.get(ext)
+
+
+# Interpreters a script's ``#!`` line may name (version suffixes dropped: ``python3.11``).
+INTERPRETERS: dict[str, str] = {
+    "sh": "bash",
+    "bash": "bash",
+    "dash": "bash",
+    "ksh": "bash",
+    "zsh": "bash",
+    "bats": "bash",
+    "python": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "ruby": "ruby",
+    "php": "php",
+    "lua": "lua",
+    "elixir": "elixir",
+}
+_SHEBANG_BYTES = 256
+
+
+def language_for_file(path: str, data: bytes) -> str | None:
+    """The language of a file from its name, else from the interpreter its ``#!`` line names.
+
+    Scripts are often installed without an extension (``bin/deploy``); their first line says
+    what runs them. The name wins when it says anything, as editors and GitHub decide.
+    """
+    return language_for_path(path) or _interpreter_language(data[:_SHEBANG_BYTES])
+
+
+def _interpreter_language(head: bytes) -> str | None:
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        # ``env -S prog args`` or ``env NAME=value prog``: the program is the first plain word.
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1].rstrip("0123456789.")
+    return INTERPRETERS.get(program)
 
 
 KNOWN_LANGUAGES = frozenset(

@@ -228,6 +228,17 @@ async def test_each_file_left_out_is_reported_with_its_reason(
     assert await _outcome(tree) == (["kept.py"], {rel: reason})
 
 
+async def test_a_script_without_a_known_name_takes_its_language_from_its_first_line(
+    tree: Tree,
+) -> None:
+    tree.files.write("bin/deploy", "#!/usr/bin/env bash\nset -e\n")
+    tree.files.write("bin/notes", "deploy steps\n")
+    tree.files.write("bin/run.py", "#!/bin/sh\n")
+    scan = await tree.source.scan(tree.root)
+    languages = {f.path: f.language for f in scan.files}
+    assert languages == {"bin/deploy": "bash", "bin/notes": None, "bin/run.py": "python"}
+
+
 async def test_the_size_limit_is_inclusive(tree: Tree) -> None:
     tree.files.write("fits.py", "#" * 99 + "\n")
     tree.files.write("too_big.py", "#" * 100 + "\n")

@@ -41,12 +41,12 @@ def test_doc_comment_cut_off_as_a_part_of_its_own_is_not_absorbed() -> None:
 
 
 def test_unlisted_definition_types_at_item_positions_look_through_wrappers() -> None:
-    source = b"export type A = { a: string };\nfunction f(): void {}\n"
+    source = b"export import Foo = Bar.Baz;\nfunction f(): void {}\n"
     root = _parse("typescript", source)
     found = audit_tree(root, source, GRAMMARS["typescript"], [(0, 0), (1, 1)])
-    assert ("type_alias_declaration", 0, True) in found.unlisted
+    assert ("import_alias", 0, True) in found.unlisted
     assert [(n.type, defines) for n, defines in item_nodes(root, GRAMMARS["typescript"])] == [
-        ("type_alias_declaration", False),
+        ("import_alias", False),
         ("function_declaration", True),
     ]
 
@@ -61,9 +61,9 @@ def test_class_members_are_items_only_when_the_class_is_split() -> None:
 
 
 def test_a_function_the_chunker_never_reaches_is_reported_with_its_parent() -> None:
-    source = b"if true; then\n  f() { echo hi; }\nfi\ng() { echo; }\n"
+    source = b"while true; do\n  f() { echo hi; }\ndone\ng() { echo; }\n"
     found = audit_tree(_parse("bash", source), source, GRAMMARS["bash"], [(0, 2), (3, 3)])
-    assert found.hidden == [("if_statement", 1, "f")]
+    assert found.hidden == [("do_group", 1, "f")]
 
 
 def test_rows_under_error_nodes_are_counted_without_blank_rows() -> None:

@@ -65,6 +65,12 @@ export class UserService {
 }
 namespace Util { export const x = 1; }
 type Id = string | number;
+export type Output<T> = T extends { _output: infer O }
+  ? O
+  : never;
+export const $ZodAny = core.$constructor("$ZodAny", (inst, def) => {
+  inst._zod.parse = (payload) => payload;
+});
 """,
     "tsx": """
 import React, { useState } from "react";
@@ -260,6 +266,14 @@ for f in "$@"; do
     *.txt) log "text $f" ;;
   esac
 done
+if command -v hub; then
+  _hub() { hub "$@"; }
+elif true; then :; else
+  function _nohub {
+    return 1
+  }
+fi
+_command_exists mvim && function mvimt { command mvim "$@"; }
 """,
     "elixir": """
 defmodule App.Cache do

@@ -1405,6 +1405,106 @@ def test_js_tests_with_nested_callbacks_split_inside() -> None:
     assert_contract(text, chunks, 80)
 
 
+# Values made by calling a function with a function literal: the literal is the definition
+# (zod's schema constructors, React's memo/forwardRef, debounce). Calls without one are data.
+MADE_BY_CALLS = src("""
+    import { memo, forwardRef } from "react";
+
+    export const $ZodString = /*@__PURE__*/ core.$constructor("$ZodString", (inst, def) => {
+      $ZodType.init(inst, def);
+      inst._zod.parse = (payload) => payload;
+    });
+
+    const Input = memo(forwardRef(function Input(props, ref) {
+      return render(props, ref);
+    }));
+
+    const save = debounce(async () => {
+      await store.flush();
+    }, 100);
+
+    export const appRouter = t.router({
+      greet: t.procedure.query(() => "hi"),
+    });
+    const Title = styled.h1`
+      font-size: 2em;
+    `;
+    const client = createClient(options);
+    """)
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_a_value_made_by_a_call_with_a_function_literal_is_a_function(language: str) -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("schemas", MADE_BY_CALLS, language)
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("function", "$ZodString", 3, 6),
+        ("function", "Input", 8, 10),
+        ("function", "save", 12, 14),
+        ("module", None, 16, 22),
+    ]
+    assert_contract(MADE_BY_CALLS, chunks, 512)
+
+
+TYPE_ALIASES = src("""
+    import type { AnyRouter } from "./router";
+
+    /** What a procedure returns. */
+    export type inferProcedureOutput<TProcedure> = TProcedure extends {
+      _def: { $types: { output: infer TOutput } };
+    }
+      ? TOutput
+      : never;
+
+    type Maybe<T> = T | null | undefined;
+    const DEFAULT = 1;
+    """)
+
+
+@pytest.mark.parametrize("language", ["typescript", "tsx"])
+def test_type_aliases_over_several_lines_are_definitions(language: str) -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("types.ts", TYPE_ALIASES, language)
+    # A one-line alias names a type expression as a constant names a value: module code.
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("class", "inferProcedureOutput", 3, 8),
+        ("module", None, 10, 11),
+    ]
+    assert_contract(TYPE_ALIASES, chunks, 512)
+
+
+# Functions defined only when a condition holds: in an if/elif/else, or after `&&` in a list.
+CONDITIONAL_FUNCTIONS = src("""
+    if _is_function _git; then
+      # Lists the commands.
+      __git_list_all_commands() {
+        echo alias
+      }
+      HUB=1
+    elif command -v hub; then
+      _hub() { hub "$@"; }
+    else
+      function _nohub {
+        return 1
+      }
+    fi
+    _command_exists mvim && function mvimt { command mvim --remote-tab-silent "$@"; }
+    """)
+
+
+def test_bash_functions_in_conditionals_and_lists_are_definitions() -> None:
+    chunks = TreeSitterChunker(COUNTER).chunk("hub.bash", CONDITIONAL_FUNCTIONS, "bash")
+    found = spans(chunks)
+    for expected in [
+        ("function", "__git_list_all_commands", 2, 5),
+        ("function", "_hub", 8, 8),
+        ("function", "_nohub", 10, 13),  # a closer (`fi`) joins the chunk before it
+        ("function", "mvimt", 14, 14),
+    ]:
+        assert expected in found
+    assert_contract(CONDITIONAL_FUNCTIONS, chunks, 512)
+
+
 @pytest.mark.parametrize("text", ["", "\n", "   \n\t\n", "\r\n\r\n"])
 @pytest.mark.parametrize("language", ["python", "go", None, "markdown"])
 def test_an_empty_or_blank_file_has_no_chunks(text: str, language: str | None) -> None:

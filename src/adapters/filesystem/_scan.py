@@ -10,7 +10,7 @@ from operator import attrgetter
 
 from codebase_mcp_search.adapters.filesystem._reading import inside, read_checked, reason
 from codebase_mcp_search.adapters.filesystem._stopping import Stopped, check, never
-from codebase_mcp_search.core.languages import language_for_path
+from codebase_mcp_search.core.languages import language_for_file
 from codebase_mcp_search.core.models import (
     FileError,
     ScanEntry,
@@ -157,7 +157,7 @@ class Scan:
                 path=rel,
                 size=len(data),
                 content_hash=hashlib.sha256(self.policy.redact(data)).hexdigest(),
-                language=language_for_path(rel),
+                language=language_for_file(rel, data),
             )
         )
 

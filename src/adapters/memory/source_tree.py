@@ -18,7 +18,7 @@ from operator import attrgetter
 
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.errors import Cancelled, FileUnreadable, ValidationFailed
-from codebase_mcp_search.core.languages import language_for_path
+from codebase_mcp_search.core.languages import language_for_file
 from codebase_mcp_search.core.models import (
     FileError,
     ScanEntry,
@@ -194,7 +194,7 @@ class _Scan:
                 path=rel,
                 size=len(data),
                 content_hash=sha256_hex(self.policy.redact(data)),
-                language=language_for_path(rel),
+                language=language_for_file(rel, data),
             )
         )
 

@@ -17,22 +17,26 @@ class Grammar:
     """Node types of one tree-sitter grammar, grouped by what the chunker does with them.
 
     ``transparent`` nodes (namespaces, preprocessor blocks, ERROR) are looked through: their
-    definitions count as definitions of the enclosing level. ``wrappers`` (decorators, export,
-    template) take their kind and name from the definition they wrap but keep their own range.
-    ``variables`` and ``fields`` are definitions only when their value is a function, and so are
+    definitions count as definitions of the enclosing level; ``conditionals`` (an ``if``, a
+    ``&&`` list) are looked through only when they hold a definition. ``wrappers`` (decorators,
+    export, template) take their kind and name from the definition they wrap but keep their own
+    range. ``variables`` and ``fields`` are definitions only when their value is a function (or
+    a call with a function literal among its arguments: ``memo((p) => ...)``), and so are
     ``assignments`` (``name = function ... end``: Lua). Where definitions are calls (Elixir's
-    ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is one
-    of ``function_calls``, a container when one of ``class_calls``, and named by its first argument.
-    ``continuations`` belong to the definition right before them (Dart's ``function_body``), and
-    consecutive ``clauses`` of one name are one definition (Haskell's equations); ``members`` are
-    member lists besides ``BODY_TYPES``; ``read`` is a language's own reading, tried first.
-    ``instances`` (Scala's ``val`` and ``given``) are containers when their value is an anonymous
-    class (``new T { ... }``) or a ``with`` body: a typeclass instance, whose members are methods.
+    ``def name(args) do ... end``), a node of a ``calls`` type is a function when its callee is
+    one of ``function_calls``, a container when one of ``class_calls``, named by its first
+    argument. ``continuations`` belong to the definition right before them (Dart's
+    ``function_body``), and consecutive ``clauses`` of one name are one definition (Haskell's
+    equations); ``members`` are member lists besides ``BODY_TYPES``; ``read`` is a language's
+    own reading, tried first. ``instances`` (Scala's ``val`` and ``given``) are containers when
+    their value is an anonymous class (``new T { ... }``) or a ``with`` body (a typeclass
+    instance, whose members are methods).
     """
 
     functions: frozenset[str]
     classes: frozenset[str]
     transparent: frozenset[str] = frozenset()
+    conditionals: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
     variables: frozenset[str] = frozenset()
     fields: frozenset[str] = frozenset()
@@ -59,6 +63,7 @@ def _g(
     functions: str,
     classes: str = "",
     transparent: str = "",
+    conditionals: str = "",
     wrappers: str = "",
     variables: str = "",
     fields: str = "",
@@ -74,6 +79,7 @@ def _g(
         functions=_words(functions),
         classes=_words(classes),
         transparent=_words(transparent) | {"ERROR"},
+        conditionals=_words(conditionals),
         wrappers=_words(wrappers),
         variables=_words(variables),
         fields=_words(fields),
@@ -97,7 +103,9 @@ _JS = _g(
 _TS = _g(
     "function_declaration generator_function_declaration method_definition function_signature"
     " method_signature abstract_method_signature",
-    "class_declaration abstract_class_declaration interface_declaration enum_declaration",
+    # Type aliases over several lines (object, conditional, mapped types) define types too.
+    "class_declaration abstract_class_declaration interface_declaration enum_declaration"
+    " type_alias_declaration",
     transparent="internal_module module",
     wrappers="export_statement ambient_declaration expression_statement",
     variables="lexical_declaration variable_declaration",
@@ -168,7 +176,8 @@ GRAMMARS: dict[str, Grammar] = {
         transparent="package_clause",
         instances="val_definition given_definition",
     ),
-    "bash": _g("function_definition"),
+    # A function defined only when a condition holds (in an ``if``, after ``&&``) is a function.
+    "bash": _g("function_definition", conditionals="if_statement elif_clause else_clause list"),
     # Elixir defines with macros: ``def``/``defp``/... are calls whose first argument is the name.
     "elixir": _g(
         "",
@@ -226,6 +235,8 @@ BODY_TYPES = _words(
 _FUNCTION_VALUES = _words(
     "arrow_function function_expression function generator_function function_definition"
 )
+# Calls whose arguments may hold the function a variable is bound to (JavaScript, TypeScript).
+_CALL_VALUES = _words("call_expression")
 _NAME_TYPES = _words(
     "identifier type_identifier simple_identifier constant name word field_identifier "
     "property_identifier namespace_identifier"
@@ -237,6 +248,9 @@ _DECLARATOR_LEAVES = _words(
 _INSTANCE_BODIES = _words("template_body with_template_body")
 _BLOCKS = _words("block indented_block")
 _CLASS_NEEDS_BODY = _words("struct_specifier union_specifier enum_specifier class_specifier")
+# A one-line alias (``type Id = string | number``) names a type expression as a constant names
+# a value: it stays in module code, where the ranking's ``type`` keyword rule still finds it.
+_CLASS_NEEDS_ROWS = _words("type_alias_declaration")
 _MAX_WRAPPING = 4
 MAX_NAME_CHARS = 200
 
@@ -263,10 +277,16 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
         return None
     if kind in grammar.transparent:
         return TRANSPARENT, node, None
+    if kind in grammar.conditionals:
+        branches = node.named_children if depth < _MAX_WRAPPING else []
+        held = any(classify(child, grammar, depth + 1) is not None for child in branches)
+        return (TRANSPARENT, node, None) if held else None
     if kind in grammar.functions:
         return FUNCTION, node, definition_name(node)
     if kind in grammar.classes:
         if kind in _CLASS_NEEDS_BODY and node.child_by_field_name("body") is None:
+            return None
+        if kind in _CLASS_NEEDS_ROWS and node.start_point.row == node.end_point.row:
             return None
         if kind == "type_definition":
             inner_type = node.child_by_field_name("type")
@@ -394,7 +414,21 @@ def definition_name(node: Node) -> str | None:
 
 def _is_function_value(node: Node) -> bool:
     value = node.child_by_field_name("value")
-    return value is not None and value.type in _FUNCTION_VALUES
+    return value is not None and _defines_function(value, 0)
+
+
+def _defines_function(value: Node, depth: int) -> bool:
+    """A function literal, or a call given one (maybe in a nested call), which makes a function
+    of it: ``$constructor("Name", (inst, def) => {...})``, ``memo(forwardRef(...))``. A call
+    given only data (``router({...})``, a tagged template) is not."""
+    if value.type in _FUNCTION_VALUES:
+        return True
+    if value.type not in _CALL_VALUES or depth >= _MAX_WRAPPING:
+        return False
+    arguments = value.child_by_field_name("arguments")
+    return arguments is not None and any(
+        _defines_function(argument, depth + 1) for argument in arguments.named_children
+    )
 
 
 def _text(node: Node | None) -> str | None:
