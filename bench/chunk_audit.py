@@ -135,10 +135,10 @@ class Audit:
         kinds = {d.kind for d in drafts}
         lines = split_lines(text)
         source = "\n".join(lines) if "\r" in text else text.removesuffix("\n")
-        encoded = source.encode("utf-8", "replace")
-        if language == "bash":  # as the chunker parses it (see its _BASH_ISDIGIT_UNSAFE)
-            encoded = chunker_module._BASH_ISDIGIT_UNSAFE.sub(lambda m: b"_" * len(m[0]), encoded)
-        root = self._parser(language).parse(encoded).root_node
+        # As the chunker parses it (the bytes its parser is given, and a C/C++ retry).
+        root, encoded, _ = chunker_module.parse(
+            self._parser(language), language, source.encode("utf-8", "replace")
+        )
         spans = [(d.start_line - 1, d.end_line - 1) for d in drafts]
         found = audit_tree(root, encoded, GRAMMARS[language], spans)
         nonblank = sum(1 for line in lines if line.strip())

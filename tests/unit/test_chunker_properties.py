@@ -162,7 +162,22 @@ private:
     T v_;
 };
 std::string Box<int>::name() { return "int"; }
+bool operator<(const Box<int>& a, const Box<int>& b) { return a.get() < b.get(); }
 }  // namespace app
+APP_NAMESPACE_END
+APP_API_DECLARATION
+class Json {
+  APP_PRIVATE_UNLESS_TESTED:
+    friend bool operator==(const Json& l, const Json& r) noexcept { return true; }
+};
+#if USE_KQUEUE
+void poll(int fd) { for (;;) {
+#else
+void poll(int fd) { while (1) {
+#endif
+    read(fd); } }
+#define DEFINE_WATCHER(name) \\
+  int name##_init(void) { return 0; }
 """,
     "csharp": """
 using System.Linq;

@@ -1391,6 +1391,182 @@ def test_namespaces_and_preprocessor_blocks_are_looked_through() -> None:
     assert_contract(text, chunks, 512)
 
 
+def test_a_macro_line_before_a_namespace_or_class_leaves_their_definitions_whole() -> None:
+    # The grammar reads a line holding only a macro as the type of what follows: the namespace
+    # became a "function" named "namespace", the class a return type. The parser gets such
+    # lines blanked; the chunks keep them.
+    text = src("""
+        #include <string>
+
+        NLOHMANN_JSON_NAMESPACE_BEGIN
+        namespace detail
+        {
+
+        JSON_HEDLEY_WARN_UNUSED_RESULT
+        JSON_HEDLEY_NON_NULL(1)
+        inline int twice(int x)
+        {
+            return 2 * x;
+        }
+
+        }  // namespace detail
+
+        NLOHMANN_BASIC_JSON_TPL_DECLARATION
+        class basic_json
+        {
+          public:
+            int size() const
+            {
+                return 0;
+            }
+        };
+        NLOHMANN_JSON_NAMESPACE_END
+        """)
+    chunker = TreeSitterChunker(COUNTER, min_tokens=0)
+    chunks = chunker.chunk("json.hpp", text, "cpp")
+    assert [s for s in spans(chunks) if s[0] != "module"] == [
+        ("function", "twice", 7, 12),
+        ("class", "basic_json", 16, 24),
+    ]
+    assert_contract(text, chunks, 512)
+    split = TreeSitterChunker(COUNTER, max_tokens=20, min_tokens=0).chunk("j.hpp", text, "cpp")
+    assert ("method", "basic_json.size", 20, 24) in spans(split)
+    assert all(c.symbol != "namespace" for c in chunks + split)
+
+
+def test_macro_lines_that_head_a_body_or_continue_code_stay_for_the_parser() -> None:
+    text = src("""
+        enum state {
+          READY,
+          DONE
+        };
+
+        TEST(Parser, ReadsNumbers)
+        {
+            EXPECT_EQ(parse("1"), 1);
+        }
+
+        BOOL
+        WINAPI
+        DllMain(HINSTANCE h, DWORD reason, LPVOID reserved)
+        {
+            return TRUE;
+        }
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("t.cpp", text, "cpp")
+    assert spans(chunks) == [
+        ("class", "state", 1, 4),
+        ("function", "TEST", 6, 9),
+        ("function", "DllMain", 11, 16),
+    ]
+
+
+def test_a_macro_before_a_namespace_on_its_line_is_looked_through() -> None:
+    # "API_BEGIN namespace x {" is still read as a function named "namespace" with no function
+    # declarator: a C/C++ function definition without one is looked through.
+    text = src("""
+        API_BEGIN namespace util {
+
+        int twice(int x) {
+            return 2 * x;
+        }
+
+        }
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("util.h", text, "cpp")
+    # (the namespace's closing brace joins the chunk before it)
+    assert spans(chunks) == [("module", None, 1, 1), ("function", "twice", 3, 7)]
+    assert_contract(text, chunks, 512)
+
+
+def test_cpp_operators_keep_their_whole_name_and_friends_are_reached() -> None:
+    text = src("""
+        class A {
+          public:
+            bool operator<(const A& o) const { return x < o.x; }
+            int& operator[](int i) { return v[i]; }
+            int operator()(int a) const { return a; }
+            explicit operator bool() const { return true; }
+            friend bool operator==(const A& l, const A& r) noexcept { return l.x == r.x; }
+            friend class B;
+        };
+        A& A::operator+=(const A& o) { return *this; }
+        template <typename T>
+        bool iter<T>::operator!=(const iter& o) const { return true; }
+        """)
+    chunks = TreeSitterChunker(COUNTER, max_tokens=30, min_tokens=0).chunk("a.cpp", text, "cpp")
+    symbols = [c.symbol for c in chunks if c.kind in {"method", "function"}]
+    assert symbols == [
+        "A.operator<",
+        "A.operator[]",
+        "A.operator()",
+        "A.operator bool",
+        "A.operator==",
+        "A.operator+=",
+        "iter.operator!=",
+    ]
+    assert_contract(text, chunks, 30)
+
+
+def test_c_if_else_branches_that_balance_only_together_keep_the_function() -> None:
+    # Each branch opens the loop's brace, closed once after #endif: as written, the function is
+    # lost to an ERROR node. When the tree has errors it is parsed again with the first branch
+    # of each #if kept (as ctags does); the chunk keeps every line.
+    text = src("""
+        #include <unistd.h>
+
+        void uv__async_io(uv_loop_t* loop, uv__io_t* w, unsigned int events) {
+          char buf[1024];
+          ssize_t r;
+
+        #if UV__KQUEUE_EVFILT_USER
+          for (;!kqueue_evfilt_user_support;) {
+        #elif defined(__linux__)
+          for (;!linux_support;) {
+        #else
+          for (;;) {
+        #endif
+            r = read(w->fd, buf, sizeof(buf));
+            if (r == sizeof(buf))
+              continue;
+            break;
+          }
+        }
+
+        int uv__async_fork(uv_loop_t* loop) {
+          return 0;
+        }
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("async.c", text, "c")
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("function", "uv__async_io", 3, 19),
+        ("function", "uv__async_fork", 21, 23),
+    ]
+    assert_contract(text, chunks, 512)
+
+
+def test_a_multi_line_function_like_macro_is_a_function_named_by_the_macro() -> None:
+    # A macro whose body spans lines expands to statements or generates definitions; a
+    # one-line macro is an expression, code between definitions.
+    text = src(r"""
+        #define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+        #define WATCHER_DEFINE(name)                          \
+          int uv_##name##_init(uv_loop_t* loop) {             \
+            return 0;                                         \
+          }
+
+        WATCHER_DEFINE(prepare)
+        """)
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("w.c", text, "c")
+    assert spans(chunks) == [
+        ("module", None, 1, 1),
+        ("function", "WATCHER_DEFINE", 3, 6),
+        ("module", None, 8, 8),
+    ]
+
+
 def test_js_tests_with_nested_callbacks_split_inside() -> None:
     cases = "\n".join(
         f"  it('handles case {i}', () => {{\n    expect(run({i})).toBe({i * 2});\n  }});"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from codebase_mcp_search.adapters.treesitter._cfamily import declares_function, operator_name
+
 FUNCTION = "function"
 CLASS = "class"
 TRANSPARENT = "transparent"
@@ -46,6 +48,14 @@ class Grammar:
     function_calls: frozenset[str] = frozenset()
     class_calls: frozenset[str] = frozenset()
     instances: frozenset[str] = frozenset()
+    # Function definitions that are ones only when their declarator declares a function: C/C++'s
+    # grammar reads ``MACRO namespace x {`` (a macro the parser cannot expand) as a function named
+    # ``namespace`` with the namespace as its body; such a node is looked through instead.
+    declared_functions: frozenset[str] = frozenset()
+    # Function-like macros: functions (named by the macro) when their body spans lines, as one
+    # that expands to statements or generates definitions does (``UV_LOOP_WATCHER_DEFINE``); a
+    # one-line macro is an expression or a constant, code between definitions.
+    macro_functions: frozenset[str] = frozenset()
     # The kind of a split container's own lines (its declaration, docs and fields): a class's
     # ``header``; the ``module`` code of a language whose containers are modules (Elixir).
     container_gaps: str = "header"
@@ -74,6 +84,8 @@ def _g(
     class_calls: str = "",
     instances: str = "",
     container_gaps: str = "header",
+    declared_functions: str = "",
+    macro_functions: str = "",
 ) -> Grammar:
     return Grammar(
         functions=_words(functions),
@@ -90,6 +102,8 @@ def _g(
         class_calls=_words(class_calls),
         instances=_words(instances),
         container_gaps=container_gaps,
+        declared_functions=_words(declared_functions),
+        macro_functions=_words(macro_functions),
     )
 
 
@@ -118,12 +132,17 @@ _C = _g(
     "function_definition",
     "struct_specifier union_specifier enum_specifier type_definition",
     transparent=_PREPROC,
+    declared_functions="function_definition",
+    macro_functions="preproc_function_def",
 )
+# A friend function defined in its class (``friend bool operator==(...) { ... }``) is wrapped.
 _CPP = _g(
     "function_definition",
     "class_specifier struct_specifier union_specifier enum_specifier type_definition",
     transparent=_PREPROC + " namespace_definition",
-    wrappers="template_declaration",
+    wrappers="template_declaration friend_declaration",
+    declared_functions="function_definition",
+    macro_functions="preproc_function_def",
 )
 
 GRAMMARS: dict[str, Grammar] = {
@@ -243,7 +262,7 @@ _NAME_TYPES = _words(
 )
 _DECLARATOR_LEAVES = _words(
     "identifier field_identifier qualified_identifier destructor_name operator_name "
-    "type_identifier primitive_type"
+    "operator_cast type_identifier primitive_type"
 )
 _INSTANCE_BODIES = _words("template_body with_template_body")
 _BLOCKS = _words("block indented_block")
@@ -281,7 +300,12 @@ def classify(node: Node, grammar: Grammar, depth: int = 0) -> tuple[str, Node, s
         branches = node.named_children if depth < _MAX_WRAPPING else []
         held = any(classify(child, grammar, depth + 1) is not None for child in branches)
         return (TRANSPARENT, node, None) if held else None
+    if kind in grammar.macro_functions:
+        first, last = rows(node)
+        return (FUNCTION, node, definition_name(node)) if last > first else None
     if kind in grammar.functions:
+        if kind in grammar.declared_functions and not declares_function(node):
+            return TRANSPARENT, node, None
         return FUNCTION, node, definition_name(node)
     if kind in grammar.classes:
         if kind in _CLASS_NEEDS_BODY and node.child_by_field_name("body") is None:
@@ -441,6 +465,9 @@ def _clean(name: str | None) -> str | None:
     if name is None:
         return None
     first = name.strip().split("\n", 1)[0].lstrip("*&").strip()
+    operator = operator_name(first)
+    if operator is not None:
+        return operator[:MAX_NAME_CHARS]
     for stop in ("<", "[", "("):
         if stop in first[1:]:
             first = first[: first.index(stop, 1)]

@@ -46,12 +46,17 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import cast
+from typing import NamedTuple, cast
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from codebase_mcp_search.adapters.treesitter import _grammar, _grammar_more
+from codebase_mcp_search.adapters.treesitter._cfamily import (
+    blank_macro_lines,
+    error_weight,
+    first_branches,
+)
 from codebase_mcp_search.adapters.treesitter._grammar import (
     PREFIX_MARKS,
     PREFIX_TYPES,
@@ -77,6 +82,8 @@ WINDOW_LINES = 60
 # ctype table and can crash the process. There it is parsed as "_"s, one per byte, keeping every
 # row and byte column.
 _BASH_ISDIGIT_UNSAFE = re.compile(rb"(?<=[{.0-9])[\xc4-\xf4][\x80-\xbf]*")
+# Languages read before their preprocessor runs (see ``_cfamily``).
+_C_FAMILY = frozenset(("c", "cpp"))
 
 
 class TreeSitterChunker:
@@ -139,18 +146,10 @@ class TreeSitterChunker:
         parser = parsers.get(language)
         if parser is None:
             parser = parsers[language] = Parser(lang)
-        encoded = source.encode("utf-8", "replace")
-        if language == "bash":
-            encoded = _BASH_ISDIGIT_UNSAFE.sub(lambda m: b"_" * len(m[0]), encoded)
-        tree = parser.parse(encoded)
-        if language == "rust" and b"!" in encoded:
-            tree = unwrap_item_macros(parser, encoded, tree)
-        root = tree.root_node
+        root, encoded, prefix_rows = parse(parser, language, source.encode("utf-8", "replace"))
         marks = PREFIX_MARKS.get(language)
-        if marks is not None and not any(mark in encoded for mark in marks):
-            prefix_rows: frozenset[int] = frozenset()
-        else:
-            prefix_rows = _prefix_rows(prefix_query, root, budget.lines)
+        if marks is None or any(mark in encoded for mark in marks):
+            prefix_rows |= _prefix_rows(prefix_query, root, budget.lines)
         return AstLayout(budget, GRAMMARS[language], prefix_rows).run(root)
 
     def _load(self, language: str) -> tuple[Language, Query | None] | None:
@@ -168,6 +167,40 @@ class TreeSitterChunker:
                 query = Query(lang, f"[{' '.join(patterns)}] @p") if patterns else None
                 self._grammars[language] = (lang, query)
         return self._grammars[language]
+
+
+class Parsed(NamedTuple):
+    """A file's tree, the bytes it was parsed from, and rows blanked as a definition's prefix."""
+
+    root: Node
+    source: bytes
+    prefix_rows: frozenset[int] = frozenset()
+
+
+def parse(parser: Parser, language: str, encoded: bytes) -> Parsed:
+    """The tree the chunker lays out (the parser's input keeps every row and byte column).
+
+    C and C++ are parsed with their macro-only lines blanked (``_cfamily``): those rows go with
+    the definition below them, as attributes do. When that tree has errors, the file is parsed
+    once more with only the first branch of each ``#if`` kept, and the tree with fewer error
+    rows wins (a second parse only for files that need it).
+    """
+    if language == "bash":
+        encoded = _BASH_ISDIGIT_UNSAFE.sub(lambda m: b"_" * len(m[0]), encoded)
+    if language not in _C_FAMILY:
+        tree = parser.parse(encoded)
+        if language == "rust" and b"!" in encoded:
+            tree = unwrap_item_macros(parser, encoded, tree)
+        return Parsed(tree.root_node, encoded)
+    encoded, macro_rows = blank_macro_lines(encoded)
+    root = parser.parse(encoded).root_node
+    if root.has_error:
+        retry = first_branches(encoded)
+        if retry != encoded:
+            again = parser.parse(retry).root_node
+            if error_weight(again) < error_weight(root):
+                return Parsed(again, retry, macro_rows)
+    return Parsed(root, encoded, macro_rows)
 
 
 def _prefix_rows(query: Query | None, root: Node, lines: list[str]) -> frozenset[int]:
