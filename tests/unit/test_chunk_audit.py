@@ -7,7 +7,7 @@ from bench.chunk_audit_tree import audit_tree, is_definition_like, item_nodes, s
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_language
 
-from codebase_mcp_search.adapters.treesitter._grammar import GRAMMARS
+from codebase_mcp_search.adapters.treesitter.chunker import GRAMMARS
 from codebase_mcp_search.core.models import ChunkDraft
 
 PYTHON = b"x = 1\n# the doc of f\ndef f():\n    return 1\n"

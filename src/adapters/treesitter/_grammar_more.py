@@ -254,7 +254,7 @@ GRAMMARS: dict[str, Grammar] = {
     "erlang": _more(_g("", "record_decl type_alias opaque"), clauses="fun_decl", read=_erlang),
 }
 
-# Prefix rows besides comments (see ``_grammar.PREFIX_PATTERNS``): doc comments of their own node
+# Prefix rows besides comments (see ``_grammar_table.PREFIX_PATTERNS``): doc comments of their own node
 # type, and what documents the definition below it (a Haskell type signature or pragma, an
 # Erlang ``-spec``, which OTP's code writes a blank line above its function).
 PREFIX_PATTERNS: dict[str, str] = {

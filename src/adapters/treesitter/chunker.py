@@ -37,9 +37,11 @@ preprocessor blocks and ERROR nodes are looked through, so unparseable text stil
 
 This module parses; the rest of the package does the laying out: ``_layout`` (a syntax tree
 as pieces), ``_text`` (files without a grammar), ``_lines`` (token budget, packing, merging)
-and ``_grammar`` with ``_grammar_more`` (what each language's node types mean);
-``_rust_macros`` shows the parser the Rust items written inside item-level macro blocks. The
-defaults of the budget are ``core.defaults.CHUNK_*``, as the product runs.
+and ``_grammar`` (what a language's node types mean, and how definitions are read), with the
+languages' entries in ``_grammar_table`` and ``_grammar_more``; ``_rust_macros`` and
+``_cfamily`` prepare the parser's input (Rust items inside macro blocks; C/C++ macro lines and
+``#if`` branches). The defaults of the budget are ``core.defaults.CHUNK_*``, as the product
+runs.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from typing import NamedTuple, cast
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
-from codebase_mcp_search.adapters.treesitter import _grammar, _grammar_more
+from codebase_mcp_search.adapters.treesitter import _grammar_more, _grammar_table
 from codebase_mcp_search.adapters.treesitter._cfamily import (
     blank_macro_lines,
     error_weight,
@@ -70,8 +72,8 @@ from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.models import ChunkDraft, split_lines
 from codebase_mcp_search.core.ports import TokenCounter
 
-GRAMMARS = {**_grammar.GRAMMARS, **_grammar_more.GRAMMARS}
-PREFIX_PATTERNS = {**_grammar.PREFIX_PATTERNS, **_grammar_more.PREFIX_PATTERNS}
+GRAMMARS = {**_grammar_table.GRAMMARS, **_grammar_more.GRAMMARS}
+PREFIX_PATTERNS = {**_grammar_table.PREFIX_PATTERNS, **_grammar_more.PREFIX_PATTERNS}
 AST_LANGUAGES = frozenset(GRAMMARS)
 # Lines repeated between consecutive windows of a file without a grammar, and a window's size.
 OVERLAP_LINES = 3
