@@ -13,6 +13,7 @@ from codebase_mcp_search.adapters.treesitter import AST_LANGUAGES, TreeSitterChu
 from codebase_mcp_search.adapters.treesitter import chunker as chunker_module
 from codebase_mcp_search.adapters.treesitter._grammar import PREFIX_MARKS
 from codebase_mcp_search.core.models import ChunkDraft, split_lines
+from tests.unit.test_treesitter_chunker import RUST_MACRO_BLOCKS
 
 COUNTER = TiktokenCounter()
 KINDS = {"function", "method", "class", "header", "module", "block", "text"}
@@ -111,18 +112,8 @@ mod tests {
     #[test]
     fn works() { assert_eq!(1, 1); }
 }
-cfg_if::cfg_if! {
-    if #[cfg(unix)] {
-        fn native() -> u32 { 1 }
-    } else {
-        fn native() -> u32 { 2 }
-    }
-}
-cfg_rt! {
-    pub fn spawn() { inner() }
-}
-impl_num! { i8, visit_i8 }
-""",
+"""
+    + RUST_MACRO_BLOCKS,
     "java": """
 package a.b;
 import java.util.*;
