@@ -141,20 +141,36 @@ ANALYSER_VERSION = 3
 
 # Documentation comments, by the syntaxes that mark a comment as documentation: docstrings
 # (Python, Elixir's @doc), /** */ (Javadoc, KDoc, JSDoc, Scaladoc, Doxygen), /// and //!
-# (Rust, Swift, C#, Doxygen), --- (LuaDoc). Plain comments are left out: they hold as much
-# commented-out code, licence text and TODOs as prose. What ``doc_comments`` finds is what
-# ``DOC_COMMENT.findall`` finds (a property test holds them equal): the scan below jumps from
-# opener to closer with ``str.find``, where the expression tries its alternatives at every
-# character (a third of a chunk's analysis when indexing).
+# (Rust, Swift, C#, Dart, Zig, Doxygen), --- (LuaDoc), (** *) (OCamldoc, with the space after
+# the opener its style writes: C's (**p) has none), {-| -}, -- | and -- ^ (Haddock), #'
+# (roxygen) and %% @doc (EDoc). Plain comments are left out: they hold as much commented-out
+# code, licence text and TODOs as prose. What ``doc_comments`` finds is
+# what ``DOC_COMMENT.findall`` finds (a property test holds them equal): the scan below jumps
+# from opener to closer with ``str.find``, where the expression tries its alternatives at
+# every character (a third of a chunk's analysis when indexing).
 DOC_COMMENT = re.compile(
-    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|/\*\*[\s\S]*?\*/|(?:///|//!|---)[^\n]*'
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|/\*\*[\s\S]*?\*/|\(\*\* [\s\S]*?\*\)|\{-\|[\s\S]*?-\}'
+    r"|(?:///|//!|---|-- \||-- \^|#'|%% @doc)[^\n]*"
 )
-_DOC_OPENER = re.compile(r'"""|\'\'\'|/\*\*|///|//!|---')
+_DOC_OPENER = re.compile(r'"""|\'\'\'|/\*\*|\(\*\* |\{-\||///|//!|---|-- \||-- \^|#\'|%% @doc')
 # Where each opener's comment ends: its closer (kept), or the end of the line (not kept).
-_DOC_CLOSER = {'"""': '"""', "'''": "'''", "/**": "*/"}
+_DOC_CLOSER = {'"""': '"""', "'''": "'''", "/**": "*/", "(** ": "*)", "{-|": "-}"}
 # Text that may open a documentation comment: most chunks hold none, and a substring test
 # costs far less than a scan.
-_DOC_OPENERS = ('"""', "'''", "/**", "///", "//!", "---")
+_DOC_OPENERS = (
+    '"""',
+    "'''",
+    "/**",
+    "(** ",
+    "{-|",
+    "///",
+    "//!",
+    "---",
+    "-- |",
+    "-- ^",
+    "#'",
+    "%% @doc",
+)
 
 
 def doc_comments(content: str) -> list[str]:

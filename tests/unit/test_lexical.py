@@ -67,6 +67,11 @@ def test_today_s_fields_weigh_paths_symbols_and_doc_comments() -> None:
         "/** Retry the request with backoff. */\nint retry(int n) { return n; }",
         "/// Retry the request with backoff.\nfn retry(n: u32) -> u32 { n }",
         "--- Retry the request with backoff.\nlocal function retry(n) return n end",
+        "(** Retry the request with backoff. *)\nlet retry n = n",
+        "{-| Retry the request with backoff. -}\nretry :: Int -> Int",
+        "-- | Retry the request with backoff.\nretry n = n",
+        "#' Retry the request with backoff.\nretry <- function(n) n",
+        "%% @doc Retry the request with backoff.\nretry(N) -> N.",
     ],
 )
 def test_doc_comments_count_once_more(content: str) -> None:
@@ -80,6 +85,9 @@ def test_doc_comments_count_once_more(content: str) -> None:
         "# Retry the request with backoff.\ndef retry(n): return n",
         "// Retry the request with backoff.\nfunc retry(n int) int { return n }",
         "/* Retry the request with backoff. */\nint retry(int n) { return n; }",
+        # A C pointer dereferenced twice is no OCaml doc comment, even before a cast's ``*)``.
+        "int retry(char **p) { return (**p) + backoff((char*) request); }",
+        "%% Retry the request with backoff.\nretry(N) -> N.",
     ],
 )
 def test_plain_comments_count_as_content_only(content: str) -> None:
@@ -123,7 +131,7 @@ def test_raising_a_field_weight_never_lowers_a_term(
         assert lo == +flat
 
 
-@given(st.text(alphabet=st.sampled_from(list("\"'/*-!\nab ")), max_size=120))
+@given(st.text(alphabet=st.sampled_from(list("\"'/*-!\nab ()|{}^#%@doc")), max_size=120))
 def test_doc_comments_are_what_the_expression_finds(content: str) -> None:
     assert lexical.doc_comments(content) == lexical.DOC_COMMENT.findall(content)
 
