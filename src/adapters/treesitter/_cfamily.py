@@ -19,6 +19,7 @@ declarator (``declares_function``), and an operator is named by its symbols too
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from tree_sitter import Node
 
@@ -73,7 +74,7 @@ def blank_macro_lines(source: bytes) -> tuple[bytes, frozenset[int]]:
         arguments = match.group(1)
         if arguments is not None and arguments != b":" and not _one_group(arguments):
             continue
-        row = _row_of(offsets, match.start())
+        row = bisect_right(offsets, match.start()) - 1  # the line the match starts on
         if _starts_declaration(lines, row, blanked) and _ends_declaration(
             lines, row, has_arguments=arguments is not None
         ):
@@ -184,17 +185,6 @@ def _one_group(arguments: bytes) -> bool:
             if depth == 0:
                 return i == len(arguments) - 1
     return False
-
-
-def _row_of(offsets: list[int], position: int) -> int:
-    low, high = 0, len(offsets) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if offsets[middle] <= position:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _starts_declaration(lines: list[bytes], row: int, blanked: set[int]) -> bool:
