@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import repo_search
+from bench import replay_store, repo_search
 from bench.replay_store import Capturing, _Vectors
 from bench.retrieval import SLACK_LINES, ranking_variants
 from codebase_mcp_search.core.fusion import FusionConfig
@@ -61,7 +61,13 @@ async def run(data: dict[str, Any], questions: list[dict[str, Any]]) -> list[dic
     store = Capturing(data)
     emb = _Vectors(data["model"], data["dimension"], data["vectors"])
     variant = ranking_variants(None)["default"]
-    svc = SearchService(store, emb, fusion=FusionConfig(), ranking=variant.ranking)
+    svc = SearchService(
+        store,
+        emb,
+        fusion=FusionConfig(),
+        ranking=variant.ranking,
+        stem_weight=replay_store.stem_weight(data),
+    )
     rows = []
     for q in questions:
         hit = q["hit"]

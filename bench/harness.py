@@ -42,16 +42,19 @@ class Bench:
         ranking: RankingConfig | None = None,
         fusion: dict[str, Any] | None = None,
         embedder: Embedder | None = None,
+        stem_weight: float | None = None,
     ) -> SearchService:
         """The product's search service, over ``store`` (default: the project's), with
         ``ranking``, the fusion defaults updated by ``fusion``, and ``embedder`` (say, one
-        answering precomputed query vectors) where given."""
+        answering precomputed query vectors) and lexical mode's ``stem_weight`` where given."""
         container = self.workspaces.container
         overrides: dict[str, Any] = {"store": store if store is not None else self.store}
         if embedder is not None:
             overrides["embedder"] = embedder
         if ranking is not None:
             overrides["ranking"] = ranking
+        if stem_weight is not None:
+            overrides["stem_weight"] = stem_weight
         if fusion:
             base: FusionConfig = await resolved(container.fusion())
             overrides["fusion"] = base.model_copy(update=fusion)

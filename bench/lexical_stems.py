@@ -12,9 +12,8 @@ S-stemmer); this script measures folding more of a word's forms, two ways:
 
 with three stemmers over the analyser's terms: ``light`` (``light_stem``: -ing, -ed, -er and
 a final -e, a doubled consonant undone, a final -y as -i, repeated until nothing changes),
-``light+`` (also -ation, -ion and -at), and Snowball English (``snowballstemmer``, not a
-dependency of the project: ``pip install --target DIR snowballstemmer`` and put DIR on
-``PYTHONPATH``). ``extra`` with weight 0 asks for the exact terms only, over an index that
+``light+`` (also -ation, -ion and -at), and Snowball English (``snowballstemmer``, a
+dependency of the project since issue 36's round nine). ``extra`` with weight 0 asks for the exact terms only, over an index that
 holds the stems too: what a search that leaves stems out (say, hybrid mode's) would score.
 
 The lists are rebuilt as ``bench.lexical_fields`` rebuilds them (the memory store's BM25 over

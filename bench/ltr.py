@@ -222,7 +222,13 @@ def service(data: dict[str, Any]) -> SearchService:
     store = replay_store.Capturing(data)
     STAGE.store = store
     emb = replay_store._Vectors(data["model"], data["dimension"], data["vectors"])
-    return SearchService(store, emb, fusion=FusionConfig(), ranking=RankingConfig())
+    return SearchService(
+        store,
+        emb,
+        fusion=FusionConfig(),
+        ranking=RankingConfig(),
+        stem_weight=replay_store.stem_weight(data),
+    )
 
 
 def _gold(kind: str, spec: Any) -> Any:

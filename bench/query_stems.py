@@ -27,7 +27,9 @@ the expanded lexical list in every mode, and in lexical mode only (hybrid keeps 
     python -m bench.query_stems --dir DIR --combine A.json,B.json [--stemmers ...] [--out FILE]
     python -m bench.query_stems --dir DIR --cost none,light+:1.25,light+:1.25:sum
 
-Snowball is not a dependency: ``pip install --target DIR snowballstemmer``, DIR on PYTHONPATH.
+Round nine adds ``genN``: Snowball's stems, each group the forms ``core.stems.variants``
+writes (at most N; the product's cap without N) that the index holds, no vocabulary map: what
+the product asks for in lexical mode.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import numpy as np
 
 from bench import fit_ranker, lexical_fields, lexical_stems, replay_store
 from bench.retrieval import emit
-from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core import lexical, stems
 
 MODES = ("hybrid", "lexical", "semantic")
 
@@ -84,11 +86,32 @@ class Index:
         )
         self.n = len(self.doc_len)
         self.avg = sum(self.doc_len.values()) / self.n
-        self.stem = lexical_stems.memo(lexical_stems.STEMMERS[stemmer or "light"]())
+        # "gen[N]": Snowball's stems, each group the forms ``core.stems.variants`` writes (at
+        # most N; the product's cap by default) that the index holds, no vocabulary map.
+        self.generated = stemmer is not None and stemmer.startswith("gen")
         self.variants: dict[str, list[str]] = {}
-        for term in self.postings:
-            self.variants.setdefault(self.stem(term), []).append(term)
+        if self.generated:
+            assert stemmer is not None
+            self.cap = int(stemmer[3:]) if stemmer[3:] else stems.MAX_VARIANTS
+            self.stem = stems.stem
+        else:
+            self.stem = lexical_stems.memo(lexical_stems.STEMMERS[stemmer or "light"]())
+            for term in self.postings:
+                self.variants.setdefault(self.stem(term), []).append(term)
         self._union: dict[str, dict[str, int]] = {}
+
+    def keys(self, terms: tuple[str, ...]) -> list[str]:
+        """The keys of the groups ``terms`` ask for: their distinct stems, or (generated) one
+        per ``core.stems.groups`` group, its forms the index holds, as the product asks."""
+        if not self.generated:
+            return list(dict.fromkeys(self.stem(t) for t in terms))
+        found = []
+        for forms in stems.groups(terms, self.cap):
+            key = "\0".join(forms)
+            if key not in self.variants:
+                self.variants[key] = [v for v in forms if v in self.postings]
+            found.append(key)
+        return found
 
     def union(self, stem: str) -> dict[str, int]:
         """The pseudo-term of ``stem``: chunk id -> the summed frequency of its variants."""
@@ -118,9 +141,9 @@ class Index:
         lists = [(self.postings[t], 1.0, len(self.postings[t])) for t in exact]
         asked = set(exact)
         if weight > 0:
-            stems = dict.fromkeys(self.stem(t) for t in terms)
-            lists += [(u, weight, self.df(s, u, df)) for s in stems if (u := self.union(s))]
-            asked.update(v for s in stems for v in self.variants.get(s, ()))
+            keys = self.keys(terms)
+            lists += [(u, weight, self.df(s, u, df)) for s in keys if (u := self.union(s))]
+            asked.update(v for s in keys for v in self.variants.get(s, ()))
         for postings, w, freq in lists:
             term_idf = lexical.idf(self.n, freq) * w
             bound += lexical.upper_bound([term_idf])

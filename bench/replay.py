@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import context_text, repo_search
+from bench import context_text, replay_store, repo_search
 from bench.harness import open_bench
 from bench.replay_store import RecordingStore, _Replay, _Vectors
 from bench.retrieval import metrics, rank_of, ranking_variants
@@ -75,6 +75,7 @@ async def _record_one(
         return {
             "vector": rec.vector,
             "lexical": rec.lexical,
+            "stemmed": rec.stemmed,
             "defs": rec.defs,
             "repos": await cb.repositories(),
             "model": emb.model if emb else None,
@@ -172,6 +173,7 @@ async def record_own(settings: Settings, out: Path, args: argparse.Namespace) ->
             data = {
                 "vector": rec.vector,
                 "lexical": rec.lexical,
+                "stemmed": rec.stemmed,
                 "defs": rec.defs,
                 "repos": await cb.repositories(),
                 "model": emb.model if emb else None,
@@ -193,7 +195,13 @@ def _service(data: dict[str, Any], variant: Any) -> SearchService:
     product's defaults updated by it)."""
     emb = _Vectors(data["model"], data["dimension"], data["vectors"]) if data["model"] else None
     fusion = FusionConfig().model_copy(update=variant.fusion or {})
-    return SearchService(_Replay(data), emb, fusion=fusion, ranking=variant.ranking)
+    return SearchService(
+        _Replay(data),
+        emb,
+        fusion=fusion,
+        ranking=variant.ranking,
+        stem_weight=replay_store.stem_weight(data),
+    )
 
 
 async def score_repo(data: dict[str, Any], variant: Any, mode: str) -> list[dict[str, Any]]:

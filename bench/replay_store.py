@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codebase_mcp_search.core.models import Chunk, Repository, ScoredChunk, SearchFilters
+from codebase_mcp_search.core import defaults
+from codebase_mcp_search.core.models import (
+    Chunk,
+    Repository,
+    ScoredChunk,
+    SearchFilters,
+    StemGroup,
+)
 
 DEPTH = 200
 
@@ -27,6 +34,7 @@ class RecordingStore:
         self._depth = depth
         self.vector: dict[tuple[tuple[float, ...], SearchFilters], Any] = {}
         self.lexical: dict[tuple[tuple[str, ...], SearchFilters], Any] = {}
+        self.stemmed: dict[tuple[Any, ...], Any] = {}
         self.defs: dict[tuple[tuple[str, ...], SearchFilters], list[Chunk]] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -51,12 +59,23 @@ class RecordingStore:
         )
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
+        # A search with stem groups is another list, kept apart (``stemmed``: the lists of
+        # ``lexical`` are keyed by terms and filters alone, as the benches that rebuild them
+        # read them).
+        if stems:
+            lists, key = self.stemmed, (tuple(terms), filters, tuple(stems))
+        else:
+            lists, key = self.lexical, (tuple(terms), filters)
         return await self._head(
-            self.lexical,
-            (tuple(terms), filters),
-            lambda depth: self._store.lexical_search(terms, filters, depth),
+            lists,
+            key,
+            lambda depth: self._store.lexical_search(terms, filters, depth, stems),
             limit,
         )
 
@@ -75,6 +94,7 @@ class _Replay(RecordingStore):
     def __init__(self, data: dict[str, Any]) -> None:
         super().__init__(None)
         self.vector, self.lexical, self.defs = data["vector"], data["lexical"], data["defs"]
+        self.stemmed = data.get("stemmed", {})
         self._repos: list[Repository] = data["repos"]
 
     def __getattr__(self, name: str) -> Any:
@@ -111,9 +131,13 @@ class Capturing(_Replay):
         return hits, total
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
-        hits, total = await super().lexical_search(terms, filters, limit)
+        hits, total = await super().lexical_search(terms, filters, limit, stems)
         self.last["lexical"] = hits
         return hits, total
 
@@ -143,3 +167,10 @@ def load_recordings(directory: str, only: str | None = None) -> dict[str, dict[s
     if missing:
         raise SystemExit(f"recordings without their chunks (record them again): {missing}")
     return datas
+
+
+def stem_weight(data: dict[str, Any]) -> float:
+    """The stem weight a replay of ``data`` searches with: the product's when the recording
+    holds lists searched with stem groups, else 0 (recorded before lexical mode asked for
+    them: its lexical mode is replayed as it was)."""
+    return defaults.LEXICAL_STEM_WEIGHT if data.get("stemmed") else 0.0

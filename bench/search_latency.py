@@ -13,7 +13,7 @@ the store's in-process caches emptied first (every pass asks the same questions)
 search (which goes first alternates), so both see the same caches and the same hour.
 
     python -m bench.search_latency [--files 16000 | --source DIR] [--unranked]
-        [--baseline '{"hollow_prior": 1.0}']
+        [--baseline '{"hollow_prior": 1.0}'] [--baseline-stem-weight 0]
         [--out bench/results/x.json]
 """
 
@@ -141,10 +141,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 services["/unranked"] = await bench.search_service(
                     embedder=precomputed, ranking=RankingConfig(enabled=False)
                 )
-            if args.baseline:
-                base = ranking_variants(None, {"b": json.loads(args.baseline)})["b"]
+            if args.baseline or args.baseline_stem_weight is not None:
+                base = ranking_variants(None, {"b": json.loads(args.baseline or "{}")})["b"]
                 services["/baseline"] = await bench.search_service(
-                    embedder=precomputed, ranking=base.ranking, fusion=base.fusion
+                    embedder=precomputed,
+                    ranking=base.ranking,
+                    fusion=base.fusion,
+                    stem_weight=args.baseline_stem_weight,
                 )
             for q in qs[:5]:  # warm the pool and plans
                 await ranked.search(SearchQuery.build(q))
@@ -224,6 +227,13 @@ def main() -> None:
         default=None,
         help="also time every cell with this ranking (JSON of RankingConfig fields, "
         '"fusion": {FusionConfig fields}), query by query beside the default',
+    )
+    p.add_argument(
+        "--baseline-stem-weight",
+        type=float,
+        default=None,
+        help="the baseline's lexical stem weight (0: no stem groups); alone, the baseline is "
+        "the default ranking with it",
     )
     p.add_argument("--out", default=None)
     args = p.parse_args()

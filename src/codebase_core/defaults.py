@@ -87,6 +87,11 @@ FUSION_SEMANTIC_MIN_SPREAD: Final = 0.10
 FUSION_SEMANTIC_ABSTAIN_SPREAD: Final = 0.06
 # Share of a fused score taken from the better list (issue 36's fit kept 0: overall flat).
 FUSION_BEST_SHARE: Final = 0.0
+# Lexical mode: the weight of each query word's stem group (core.stems: the forms sharing its
+# Snowball stem, scored as one more term); 0 asks for none. Fitted with the repositories
+# cross-validated by repository (issue 36, round nine: bench/README.md); hybrid mode asks
+# for none (its lexical list is fused with the semantic one, which finds other forms).
+LEXICAL_STEM_WEIGHT: Final = 1.25
 # Candidates each list contributes: a multiple of the requested limit, within bounds (100 for
 # the default limit of 10; the ceiling bounds the cost of a large limit).
 SEARCH_CANDIDATE_MULTIPLIER: Final = 10

@@ -231,6 +231,7 @@ class Container(containers.DeclarativeContainer):
         fusion=fusion,
         source=source_tree,
         ranking=providers.Singleton(RankingConfig, enabled=config.ranking),
+        stem_weight=config.lexical_stem_weight,
     )
     task_service = providers.Factory(TaskService, repo=task_repo)
     project_services = providers.Singleton(

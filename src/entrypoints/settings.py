@@ -139,6 +139,8 @@ class Settings(BaseSettings):
     # The ranking stack (core.ranking: definitions first, paths, priors against tests
     # and docs, one chunk per file before a decay); false: results in retrieval order.
     ranking: bool = True
+    # Lexical mode: the weight of each query word's other forms (core.stems); 0: none.
+    lexical_stem_weight: float = Field(default=defaults.LEXICAL_STEM_WEIGHT, ge=0.0, le=10.0)
     # Background indexing jobs: how many one worker runs at once, whether the MCP server runs
     # a worker in its own process (false when dedicated `codebase-mcp worker`s share the
     # database), how long a dead worker's job waits before another takes it over, and how

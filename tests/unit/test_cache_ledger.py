@@ -37,7 +37,7 @@ def _chunk(seq: int, size: int) -> Chunk:
 
 
 def _term(n: int) -> Term:
-    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0)
+    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0, n, 10 * n)
 
 
 class Process:
@@ -131,7 +131,7 @@ def test_an_entry_larger_than_the_budget_is_not_kept() -> None:
 
 def test_a_term_cut_from_a_larger_block_owns_its_arrays() -> None:
     block = np.arange(10_000, dtype=np.int64)
-    view = Term(block[10:20], np.ones(10_000)[10:20], np.ones(10_000)[10:20], 1.0, 1.0)
+    view = Term(block[10:20], np.ones(10_000)[10:20], np.ones(10_000)[10:20], 1.0, 1.0, 10, 100)
     process = Process(budget=10**6)
     process.postings["a"].add(STATE, {1: view})
     (kept,) = process.postings["a"].held(STATE.token, [1]).values()

@@ -28,7 +28,7 @@ from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.policies import SkipPolicy
 from codebase_mcp_search.core.ranking import RankingConfig
-from codebase_mcp_search.core.services import IndexingService, WorkerConfig
+from codebase_mcp_search.core.services import IndexingService, SearchService, WorkerConfig
 from codebase_mcp_search.core.services.watching import WatchConfig
 from codebase_mcp_search.entrypoints import embedders
 from codebase_mcp_search.entrypoints.container import build_container
@@ -85,6 +85,7 @@ FED: dict[str, list[tuple[Any, str]]] = {
     "fusion_lexical_weight": [(FusionConfig, "lexical_weight")],
     "fusion_rrf_k": [(FusionConfig, "rrf_k")],
     "ranking": [(RankingConfig, "enabled")],
+    "lexical_stem_weight": [(SearchService, "stem_weight")],
     "max_concurrent_jobs": [(WorkerConfig, "max_concurrent")],
     "job_lease_seconds": [(WorkerConfig, "lease_s")],
     "job_queue": [(PgJobQueue, "queue")],

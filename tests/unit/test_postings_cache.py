@@ -128,7 +128,7 @@ def test_each_term_holds_its_blocks_postings_in_chunk_order(
 
 
 def _term(n: int) -> Term:
-    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0)
+    return Term(np.arange(n, dtype=np.int64), np.ones(n), np.ones(n), 1.0, 1.0, n, 10 * n)
 
 
 def test_the_cache_keeps_one_generation_within_its_bound() -> None:

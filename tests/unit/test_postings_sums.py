@@ -23,7 +23,12 @@ def _term(rng: np.random.Generator, df: int, span: int) -> Term:
     seqs = np.sort(rng.choice(np.arange(1, span + 1), size=df, replace=False))
     tfs = rng.integers(1, 4, df).astype(np.uint8)
     lens = rng.integers(5, 60, df).astype(np.uint16)
-    return Term(seqs, tfs, lens, lexical.idf(N_DOCS, df), 30.0)
+    return Term(seqs, tfs, lens, lexical.idf(N_DOCS, df), 30.0, df, N_DOCS)
+
+
+def _df(term: Term) -> tuple[int, int]:
+    """The document frequency and chunk count ``term``'s idf is of."""
+    return term.df, term.n_docs
 
 
 def _top(found: tuple[Any, ...], k: int) -> tuple[dict[int, float], dict[int, bytes], int]:
@@ -50,7 +55,14 @@ def test_the_pruned_top_is_the_whole_sum_s_top(
     terms: dict[int, Term | None] = {i: _term(rng, df, N_DOCS) for i, df in enumerate(dfs)}
     if ties:  # every posting alike: the top is all ties, broken later by path and line
         terms = {
-            i: Term(t.seqs, np.ones(t.size, np.uint8), np.full(t.size, 30, np.uint16), t.idf, 30.0)
+            i: Term(
+                t.seqs,
+                np.ones(t.size, np.uint8),
+                np.full(t.size, 30, np.uint16),
+                t.idf,
+                30.0,
+                *_df(t),
+            )
             for i, t in terms.items()
             if t is not None
         }
@@ -84,9 +96,17 @@ def test_chunks_of_the_other_terms_alone_still_reach_the_top(
     """Two terms alike in reach, on chunks apart: the best chunks hold the second alone (more
     often, in shorter chunks), and the pruned top holds them as the whole sum's does."""
     monkeypatch.setattr(sums, "PRUNE_POSTINGS", 0)
-    weak = Term(np.arange(1, 21), np.ones(20, np.uint8), np.full(20, 80, np.uint16), 4.0, 30.0)
+    weak = Term(
+        np.arange(1, 21), np.ones(20, np.uint8), np.full(20, 80, np.uint16), 4.0, 30.0, 20, N_DOCS
+    )
     strong = Term(
-        np.arange(101, 123), np.full(22, 9, np.uint8), np.full(22, 10, np.uint16), 3.9, 30.0
+        np.arange(101, 123),
+        np.full(22, 9, np.uint8),
+        np.full(22, 10, np.uint16),
+        3.9,
+        30.0,
+        22,
+        N_DOCS,
     )
     terms: dict[int, Term | None] = {1: weak, 2: strong}
     found, whole = ranked(terms, 10), combined(terms)

@@ -19,6 +19,7 @@ from codebase_mcp_search.core.models import (
     ScoredChunk,
     SearchFilters,
     SourceFile,
+    StemGroup,
     context_lines,
     split_lines,
     symbol_names,
@@ -322,30 +323,48 @@ class InMemoryChunkStore:
         return self._index.search(self._chunks, vector, filters, limit)
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
         n_docs = len(self._doc_len)
         if n_docs == 0:
             return [], 0
         avg_len = self._total_len / n_docs
-        idfs = {
-            t: lexical.idf(n_docs, len(self._postings[t]))
+        lists = [
+            (self._postings[t], lexical.idf(n_docs, len(self._postings[t])))
             for t in dict.fromkeys(terms)
             if t in self._postings
-        }
+        ]
+        lists += [g for group in stems if (g := self._group(group, n_docs)) is not None]
         raw: dict[str, float] = {}
-        for term, term_idf in idfs.items():
-            for cid, tf in self._postings[term].items():
+        for postings, term_idf in lists:
+            for cid, tf in postings.items():
                 raw[cid] = raw.get(cid, 0.0) + lexical.term_score(
                     tf, self._doc_len[cid], avg_len, term_idf
                 )
-        bound = lexical.upper_bound(idfs.values())
+        bound = lexical.upper_bound(term_idf for _, term_idf in lists)
         matched = [
             (self._chunks[cid], lexical.normalised(score, bound))
             for cid, score in raw.items()
             if filters.matches(self._chunks[cid])
         ]
         return top(matched, limit), len(matched)
+
+    def _group(self, group: StemGroup, n_docs: int) -> tuple[dict[str, int], float] | None:
+        """A stem group's postings (its held terms' frequencies summed per chunk) and idf
+        (``StemGroup``); None when no term of it is held."""
+        held = [self._postings[t] for t in dict.fromkeys(group.terms) if t in self._postings]
+        if not held:
+            return None
+        merged: dict[str, int] = {}
+        for postings in held:
+            for cid, tf in postings.items():
+                merged[cid] = merged.get(cid, 0) + tf
+        df = min(n_docs, sum(len(p) for p in held))
+        return merged, group.weight * lexical.idf(n_docs, df)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int

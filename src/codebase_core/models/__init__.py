@@ -75,6 +75,7 @@ from codebase_mcp_search.core.models.search import (
     SearchOptions,
     SearchQuery,
     SearchResult,
+    StemGroup,
 )
 from codebase_mcp_search.core.models.tasks import (
     SHA_RE,
@@ -153,6 +154,7 @@ __all__ = [
     "SkipReason",
     "SkippedFile",
     "SourceFile",
+    "StemGroup",
     "Task",
     "TaskPage",
     "TaskQuery",

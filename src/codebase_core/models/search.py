@@ -192,6 +192,22 @@ class ScoredChunk:
         return cls(chunk, score)
 
 
+@dataclass(frozen=True, slots=True)
+class StemGroup:
+    """Index terms that a lexical search scores together as one term (``core.stems``: the
+    forms sharing a query word's stem), beside the query's own terms.
+
+    In each chunk the group's frequency is the sum of its terms' frequencies; its document
+    frequency is the sum of theirs, at most the number of chunks (what a store reads from
+    each term's own without merging postings); its idf is ``weight`` times the idf of a term
+    that frequent, and it counts in the query's BM25 bound as any term does. A group of
+    which the store holds no term adds nothing, to the scores or to the bound; a chunk holding
+    only a group's term is a match."""
+
+    terms: tuple[str, ...]
+    weight: float
+
+
 class Location(FrozenModel):
     """Another place holding the same chunk text."""
 

@@ -24,6 +24,7 @@ from codebase_mcp_search.core.models import (
     ScoredChunk,
     SearchFilters,
     SourceFile,
+    StemGroup,
 )
 
 
@@ -168,8 +169,9 @@ class ChunkRetrieval(Protocol):
       ``filters`` and the count of all chunks with vectors that pass them.
     - ``lexical_search`` ranks by BM25 (``core.lexical``: same analyser, k1 and b; document
       statistics over every chunk in the store) the chunks containing at least one of
-      ``terms``; it returns the top ``limit`` passing ``filters`` (ties as above) and the count
-      of all chunks passing the filters that contain a term.
+      ``terms`` or of a ``stems`` group's; it returns the top ``limit`` passing ``filters``
+      (ties as above) and the count of all chunks passing the filters that contain one.
+      Without ``stems`` it is the search it was before groups existed, exactly.
     """
 
     async def vector_search(
@@ -179,9 +181,14 @@ class ChunkRetrieval(Protocol):
         ...
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
-        """Top chunks by BM25 over analysed ``terms``, and the number matching (see class doc)."""
+        """Top chunks by BM25 over analysed ``terms`` and the ``stems`` groups (each scored
+        as one more term, ``StemGroup``), and the number matching (see class doc)."""
         ...
 
     async def definitions(

@@ -14,7 +14,8 @@ The package's modules, each owning one concern:
 - ``lexical_search``: BM25 search and ties at the limit; ``blocks``: a blocks row decoded;
   ``terms_read`` and ``terms``: an unfiltered search's terms read (from their blocks, or packed
   and corrected by the writes since) and decoded; ``sums``: their BM25 summed per chunk, only
-  for the chunks that may reach the top; ``packing``: a large project's common terms packed.
+  for the chunks that may reach the top; ``packing``: a large project's common terms packed;
+  ``stem_terms``: a search's stem groups, each merged into one more term.
 - ``segments``: building, merging and dropping ANN segments, and the vacuum after a load.
 - ``model_guard``: the one-model rule as applied to what the project holds.
 - ``embedding_cache``: vectors kept by model and content hash, and reused from stored chunks.

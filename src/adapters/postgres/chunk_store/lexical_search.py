@@ -11,7 +11,10 @@ of a search's time on a large index when a question's common words hold tens of 
 postings; here the count of matches comes with the scores. The top chunks come from
 ``Chunks`` (a second statement reads those not at hand). Ties at the limit fall to path and
 line, as in every store. ``postings_cache.HeldPostings`` answers searches without filters
-from the terms' postings it keeps, with this search's ``top``.
+from the terms' postings it keeps, with this search's ``top``. A search with stem groups reads
+their terms with the query's, in the same statement, decodes them all (``terms.terms_of``) and
+merges each group's into one more term (``stem_terms``) before summing; one without groups is
+the search above, untouched.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
 from codebase_mcp_search.adapters.postgres.chunk_store.chunk_reader import Chunks
 from codebase_mcp_search.adapters.postgres.chunk_store.filters import SqlFilter, narrowed
 from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import (
+    Group,
+    grouped,
+    read_keys,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.sums import TIE_TOLERANCE, combined, ranked
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
     HeldLengths,
@@ -94,10 +102,15 @@ class LexicalSearch:
         self.lengths = lengths or HeldLengths(keep=False)
 
     async def search(
-        self, keys: Sequence[int], filters: SearchFilters, limit: int
+        self,
+        keys: Sequence[int],
+        filters: SearchFilters,
+        limit: int,
+        groups: Sequence[Group] = (),
     ) -> tuple[list[ScoredChunk], int]:
-        """The top ``limit`` chunks by BM25 over the term ``keys`` passing ``filters`` (ties
-        by path and line), and the number of chunks that hold a term."""
+        """The top ``limit`` chunks by BM25 over the term ``keys`` and the stem ``groups``
+        (each one more term, ``stem_terms``) passing ``filters`` (ties by path and line), and
+        the number of chunks that hold a term."""
         async with self._session() as db:
             # One statement scores (postings go with their chunks, in one snapshot); the
             # chunks it chooses are rows that never change, so no snapshot is shared with
@@ -111,8 +124,12 @@ class LexicalSearch:
             )
             async with snapshot:
                 flt = SqlFilter(await narrowed(db, filters), FILTER_PARAMS)
-                row, lengths = await self._terms(db, keys, flt)
-                scored = await decoding(score, row, lengths, limit)
+                if groups:  # the groups' terms read with the query's, in the one statement
+                    row, lengths = await self._terms(db, read_keys(keys, groups), flt)
+                    scored = await decoding(stem_score, row, lengths, keys, groups, limit)
+                else:
+                    row, lengths = await self._terms(db, keys, flt)
+                    scored = await decoding(score, row, lengths, limit)
                 if scored is None:
                     return [], 0
                 return await self.top(scored, limit, db), scored.count
@@ -244,6 +261,21 @@ def _packed_score(row: asyncpg.Record, lengths: Lengths | None, limit: int | Non
     if read is None:
         return None
     return ranked_scores(read[2], read[0], limit)
+
+
+def stem_score(
+    row: asyncpg.Record | Mapping[str, Any] | None,
+    lengths: Lengths | None,
+    keys: Sequence[int],
+    groups: Sequence[Group],
+    limit: int | None,
+) -> Scored | None:
+    """``score`` of a ``TERMS`` row read for the query ``keys`` and the terms of ``groups``,
+    each group one more term (``stem_terms.grouped``)."""
+    read = terms_of(row, read_keys(keys, groups), lengths)
+    if read is None:
+        return None
+    return ranked_scores(grouped(read[2], keys, groups), read[0], limit)
 
 
 def ranked_scores(terms: Mapping[int, Term | None], epoch: int, limit: int | None) -> Scored | None:

@@ -6,7 +6,9 @@ count and average length, the term's document frequency) stay the same, so each 
 contribution does too. A search without filters takes its terms' contributions from here and
 sums them per chunk: no statement when every term is held (and its top chunks are at hand),
 and one read of the others otherwise (``terms_read.TERMS``, as an unfiltered
-search reads them). A filtered search is the plain search's.
+search reads them). A filtered search is the plain search's. A stem group's terms are held
+as any term; their merged term (``stem_terms``) is made for each search and never held (a
+group is a query's, its key the search's own).
 
 What is held is of one generation of the project, under the change token taken before it was
 read (``adapters.postgres.changes``). Once the token moves on (a write seen, the trust window
@@ -36,6 +38,11 @@ from codebase_mcp_search.adapters.postgres.chunk_store.lexical_search import (
     LexicalSearch,
     Scored,
     ranked_scores,
+)
+from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import (
+    Group,
+    grouped,
+    read_keys,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
@@ -159,19 +166,28 @@ class HeldPostings:
         self.postings.clear()
 
     async def search(
-        self, keys: Sequence[int], filters: SearchFilters, limit: int
+        self,
+        keys: Sequence[int],
+        filters: SearchFilters,
+        limit: int,
+        groups: Sequence[Group] = (),
     ) -> tuple[list[ScoredChunk], int]:
+        """``LexicalSearch.search``, from the postings held when it has no filters."""
         token = await self._token()
         if token is None or filters != NO_FILTERS:
-            return await self._inner.search(keys, filters, limit)
-        scored = await self._held_scores(keys, token, limit)
+            return await self._inner.search(keys, filters, limit, groups)
+        scored = await self._held_scores(keys, token, limit, groups)
         if scored is None:
             return [], 0
         return await self._inner.top(scored, limit), scored.count
 
-    async def _held_scores(self, keys: Sequence[int], token: Token, limit: int) -> Scored | None:
-        """The scores of the chunks holding a term of ``keys`` that may reach the top
-        ``limit``, from the postings held (those not held read first)."""
+    async def _held_scores(
+        self, query: Sequence[int], token: Token, limit: int, groups: Sequence[Group]
+    ) -> Scored | None:
+        """The scores of the chunks holding a term of ``query`` or of ``groups`` that may
+        reach the top ``limit``, from the postings held (those not held read first; each
+        group's terms held as any term, merged for the search alone)."""
+        keys = read_keys(query, groups) if groups else query
         postings = self.postings
         held = postings.held(token, keys)
         missing = [k for k in keys if k not in held]
@@ -195,10 +211,21 @@ class HeldPostings:
         if state is None:
             return None
         if sum(t.size for t in held.values() if t is not None) > THREAD_POSTINGS:
-            return await asyncio.to_thread(ranked_scores, held, state.epoch, limit)
-        return ranked_scores(held, state.epoch, limit)
+            return await asyncio.to_thread(_scores, held, query, groups, state.epoch, limit)
+        return _scores(held, query, groups, state.epoch, limit)
 
     async def _read(self, keys: list[int]) -> tuple[int, int, dict[int, Term | None]] | None:
         """The postings of ``keys`` with their contributions, and the project's epoch and
         generation, in one statement (``terms_of``)."""
         return await self._inner.read_terms(keys)
+
+
+def _scores(
+    held: dict[int, Term | None],
+    query: Sequence[int],
+    groups: Sequence[Group],
+    epoch: int,
+    limit: int,
+) -> Scored | None:
+    """``ranked_scores`` of the terms ``held``, each of ``groups`` merged into one more."""
+    return ranked_scores(grouped(held, query, groups) if groups else held, epoch, limit)

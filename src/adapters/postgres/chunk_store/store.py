@@ -43,10 +43,10 @@ from codebase_mcp_search.adapters.postgres.chunk_store.rows import (
     SELECT_CHUNK,
     build_rows,
     chunk_of,
-    term_key,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.segments import Segments
 from codebase_mcp_search.adapters.postgres.chunk_store.session import ProjectSession
+from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import Stems, search_keys
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import HeldLengths
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_copy import VectorCopy
 from codebase_mcp_search.adapters.postgres.chunk_store.vector_search import VectorSearch
@@ -363,12 +363,12 @@ class PgChunkStore:
         return await self._vectors.search(query, filters, limit)
 
     async def lexical_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
+        self, terms: Sequence[str], filters: SearchFilters, limit: int, stems: Stems = ()
     ) -> tuple[list[ScoredChunk], int]:
-        keys = list(dict.fromkeys(term_key(t) for t in terms))
-        if not keys:
+        keys, groups = search_keys(terms, stems)
+        if not keys and not groups:
             return [], 0
-        return await self._lexical.search(keys, filters, limit)
+        return await self._lexical.search(keys, filters, limit, groups)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int

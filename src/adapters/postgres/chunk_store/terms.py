@@ -37,13 +37,17 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True, eq=False)
 class Term:
     """One term's postings: the chunks holding it (one posting each, ascending), each one's
-    term frequency and length, the term's idf and the project's average chunk length."""
+    term frequency and length, the term's idf and the project's average chunk length; and
+    the document frequency and chunk count that idf is of (the project's, whatever the
+    postings a filter left: what a stem group of terms sums, ``stem_terms``)."""
 
     seqs: np.ndarray[Any, Any]
     tfs: np.ndarray[Any, Any]
     lens: np.ndarray[Any, Any]
     idf: float
     avg: float
+    df: int
+    n_docs: int
 
     @property
     def size(self) -> int:
@@ -62,7 +66,7 @@ class Term:
         seqs, tfs, lens = _owned(self.seqs), _owned(self.tfs), _owned(self.lens)
         if seqs is self.seqs and tfs is self.tfs and lens is self.lens:
             return self
-        return Term(seqs, tfs, lens, self.idf, self.avg)
+        return Term(seqs, tfs, lens, self.idf, self.avg, self.df, self.n_docs)
 
 
 def _owned(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -180,23 +184,26 @@ def terms_of(
     keys: Sequence[int],
     lengths: Lengths | None = None,
 ) -> tuple[int, int, dict[int, Term | None]] | None:
-    """The (epoch, generation, terms) of a row read without filters for the term ``keys``:
-    each key's postings, None for a key without postings; None when the row holds no project
-    statistics. A row holding packed terms needs its build's ``lengths``."""
+    """The (epoch, generation, terms) of a row read for the term ``keys``: each key's postings
+    (a filtered row's: those passing the filter, possibly none, the idf the project's), None
+    for a key the project holds no posting of; None when the row holds no project statistics.
+    A row holding packed terms needs its build's ``lengths``."""
     if row is None or row["n_docs"] is None:
         return None
-    epoch, generation = int(row["epoch"]), int(row["generation"])
+    epoch, generation, n_docs = int(row["epoch"]), int(row["generation"]), int(row["n_docs"])
     found: dict[int, Term | None] = dict.fromkeys(keys)
     avg, idf_of = statistics(row)
+    df_of = dict(zip(map(int, row["w_terms"] or ()), map(int, row["w_dfs"] or ()), strict=True))
     blocks = raw(row)
     at_of = groups(blocks.terms, blocks.sizes) if blocks is not None else {}
     for key, idf in idf_of.items():  # the terms read from their blocks alone
         at = at_of.get(key)
+        stats = (idf, avg, df_of[key], n_docs)
         if at is None:  # none of its blocks passes the filter: no posting, still its bound
-            found[key] = _empty(idf, avg)
+            found[key] = _empty(*stats)
             continue
         assert blocks is not None
-        found[key] = _ascending(blocks.chunks[at], blocks.tfs[at], blocks.lens[at], idf, avg)
+        found[key] = _ascending(blocks.chunks[at], blocks.tfs[at], blocks.lens[at], *stats)
     if has_packed(row):
         if lengths is None:
             raise ValueError("packed terms are read with their build's lengths")
@@ -208,12 +215,12 @@ def terms_of(
     return epoch, generation, found
 
 
-def _empty(idf: float, avg: float) -> Term:
+def _empty(idf: float, avg: float, df: int, n_docs: int) -> Term:
     """A term with no posting among the chunks searched (one the project holds elsewhere)."""
     import numpy as np
 
     none = np.zeros(0, dtype=np.int64)
-    return Term(none, none, none, idf, avg)
+    return Term(none, none, none, idf, avg, df, n_docs)
 
 
 def _seqs(data: bytes) -> np.ndarray[Any, Any]:
@@ -232,12 +239,13 @@ def _within(term: Term, matching: np.ndarray[Any, Any]) -> Term:
     """``term``'s postings of the chunks ``matching`` (ascending), its idf the project's."""
     import numpy as np
 
+    stats = (term.idf, term.avg, term.df, term.n_docs)
     if term.size == 0 or len(matching) == 0:
-        return _empty(term.idf, term.avg)
+        return _empty(*stats)
     at = np.searchsorted(term.seqs, matching)
     at[at == term.size] = 0
     at = at[term.seqs[at] == matching]
-    return Term(term.seqs[at], term.tfs[at], term.lens[at], term.idf, term.avg)
+    return Term(term.seqs[at], term.tfs[at], term.lens[at], *stats)
 
 
 def _packed(
@@ -274,7 +282,7 @@ def _packed(
             continue
         idf = lexical.idf(n_docs, df)
         if len(parts) == 1:  # as packed, or less the chunks deleted: in chunk order
-            out[int(key)] = Term(*parts[0], idf, avg)
+            out[int(key)] = Term(*parts[0], idf, avg, df, n_docs)
         else:
             out[int(key)] = _ascending(
                 np.concatenate([p[0] for p in parts]),
@@ -282,6 +290,8 @@ def _packed(
                 np.concatenate([p[2].astype(np.int64) for p in parts]),
                 idf,
                 avg,
+                df,
+                n_docs,
             )
     return out
 
@@ -292,6 +302,8 @@ def _ascending(
     lens: np.ndarray[Any, Any],
     idf: float,
     avg: float,
+    df: int,
+    n_docs: int,
 ) -> Term:
     """The ``Term`` of these postings, put in chunk order if they are not (a term's blocks
     come in the order of the table's pages, and a file's blocks of two languages interleave)."""
@@ -300,7 +312,7 @@ def _ascending(
     if len(seqs) > 1 and not bool(np.all(seqs[1:] > seqs[:-1])):
         order = np.argsort(seqs, kind="stable")
         seqs, tfs, lens = seqs[order], tfs[order], lens[order]
-    return Term(seqs, tfs, lens, idf, avg)
+    return Term(seqs, tfs, lens, idf, avg, df, n_docs)
 
 
 def _member(values: np.ndarray[Any, Any], ascending: np.ndarray[Any, Any]) -> Any:

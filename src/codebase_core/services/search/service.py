@@ -5,7 +5,8 @@ Every mode gathers candidates, then orders them with the ranking stack
 docs for code questions, one chunk per file before a decay), so every store ranks alike. The
 candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
-- lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``);
+- lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``); in lexical
+  mode each query word's other forms count too, as one term a word (``core.stems``);
 - hybrid: the fused score (see ``core.fusion``), with fusion weights chosen by the
   query's kind (a name, a question in words that names code, or one that names none); the
   lexical score alone when the semantic candidates score too alike to tell apart
@@ -42,7 +43,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core import defaults, lexical, stems
 from codebase_mcp_search.core.errors import ValidationFailed
 from codebase_mcp_search.core.fusion import (
     FusionConfig,
@@ -60,6 +61,7 @@ from codebase_mcp_search.core.models import (
     SearchMode,
     SearchQuery,
     SearchResult,
+    StemGroup,
 )
 from codebase_mcp_search.core.models.text import relative_inside
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
@@ -101,17 +103,22 @@ class SearchService:
         fusion: FusionConfig | None = None,
         source: SourceTree | None = None,
         ranking: RankingConfig | None = None,
+        stem_weight: float = defaults.LEXICAL_STEM_WEIGHT,
     ) -> None:
         """``embedder``: the embedder, None for lexical search only, or an async provider of
         either, called when a search first needs it. ``source`` reads the repositories on disk
         to mark hits ``stale``; without it no hit is marked (a library user searching an index
         whose sources are elsewhere). ``ranking`` configures the ranking stack applied to
-        every mode's candidates (``core.ranking``)."""
+        every mode's candidates (``core.ranking``). ``stem_weight``: a lexical search asks for
+        each query word's stem group (``core.stems``) at this weight; 0 asks for none."""
+        if not stem_weight >= 0:
+            raise ValidationFailed("stem_weight", stem_weight, "must be 0 or more (0: none)")
         self._store = store
         self._embedder = LazyEmbedder(embedder)
         self._fusion = fusion or FusionConfig()
         self._source = source
         self._ranking = ranking or RankingConfig()
+        self._stem_weight = stem_weight
 
     async def search(self, query: SearchQuery) -> SearchResult:
         """Rank chunks for ``query``; see the module docstring for scores and counts.
@@ -147,10 +154,15 @@ class SearchService:
                 raise no_semantic_model()
         else:
             scope, (lexical_hits, lex_total) = await together(
-                self._scope(query), self._sparse(query.text, query.filters, depth)
+                self._scope(query), self._sparse(query.text, query.filters, depth, stemmed=True)
             )
         if dense is None:
-            # Lexical asked for, or hybrid without an embedder or without vectors to compare.
+            # Lexical asked for, or hybrid without an embedder or without vectors to compare:
+            # then ranked as a lexical search is, its words' other forms asked for too.
+            if mode is SearchMode.HYBRID and self._stem_weight > 0:
+                lexical_hits, lex_total = await self._sparse(
+                    query.text, query.filters, depth, stemmed=True
+                )
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
             if abstains(dense.hits, lexical_hits, fusion):
@@ -342,9 +354,15 @@ class SearchService:
         return found[:depth], total
 
     async def _sparse(
-        self, text: str, filters: SearchFilters, depth: int
+        self, text: str, filters: SearchFilters, depth: int, *, stemmed: bool = False
     ) -> tuple[list[ScoredChunk], int]:
+        """The lexical list; ``stemmed``: with each query word's stem group (lexical mode
+        only: fused with the semantic list, the groups cost hybrid search more than they
+        bring, bench/README.md "round nine")."""
         terms = lexical.query_terms(text)
         if not terms:
             return [], 0
-        return await self._store.lexical_search(terms, filters, depth)
+        if not stemmed or self._stem_weight <= 0:
+            return await self._store.lexical_search(terms, filters, depth)
+        groups = [StemGroup(forms, self._stem_weight) for forms in stems.groups(terms)]
+        return await self._store.lexical_search(terms, filters, depth, groups)
