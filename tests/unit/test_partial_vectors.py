@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -155,3 +156,34 @@ async def test_over_partial_vectors_chunks_without_one_keep_their_lexical_order(
     if chunks and without:
         (layer,) = hybrid.semantic_coverage
         assert (layer.chunks, layer.chunks - layer.vectors) == (len(chunks), len(without))
+
+
+class _Spy:
+    """A store that records whether each lexical search asked for stem groups."""
+
+    def __init__(self, store: InMemoryChunkStore) -> None:
+        self._store = store
+        self.asked: list[bool] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def lexical_search(self, terms, filters, limit, stems=()):  # type: ignore[no-untyped-def]
+        self.asked.append(bool(stems))
+        return await self._store.lexical_search(terms, filters, limit, stems)
+
+
+@pytest.mark.parametrize(("share", "stemmed"), [(0.0, True), (0.5, False), (1.0, False)])
+async def test_hybrid_asks_for_other_forms_only_with_no_vector_to_compare(
+    share: float, stemmed: bool
+) -> None:
+    """With no vector to compare a hybrid search ranks as a lexical one, its words' other
+    forms asked for too; with some, the fused list asks for none (measured lower at a
+    quarter of the vectors: bench/README.md "round nine")."""
+    functions = [("parse", "config", "load"), ("send", "mail", "user"), ("render", "path", "x")]
+    store, embedder = await _indexed(functions, share, 0)
+    spy = _Spy(store)
+    service = SearchService(spy, embedder)  # type: ignore[arg-type]
+    await service.search(SearchQuery.build("parsing the config", mode="hybrid"))
+    assert spy.asked[-1] is stemmed
+    assert spy.asked[0] is False  # the fused list is asked for first, without groups

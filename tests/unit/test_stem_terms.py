@@ -7,22 +7,24 @@ reference (``models.StemGroup``) to the normalised score."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import contributions
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import contributions, plain_elements
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import (
     GROUP_KEYS,
     grouped,
     merged,
+    plain_sums,
     read_keys,
     search_keys,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.sums import combined, ranked
-from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
+from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term, terms_of
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import StemGroup
+from tests.unit.test_postgres_blocks import blocks_rows
 
 N_DOCS = 300
 AVG = 31.5
@@ -176,3 +178,45 @@ def test_a_search_with_groups_scores_as_the_reference(
     seqs, raw, bound, total = found
     scores = {int(s): lexical.normalised(float(r), bound) for s, r in zip(seqs, raw, strict=True)}
     assert scores == expected and total == len(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocks_rows(), st.data())
+def test_plain_python_sums_groups_as_numpy_does_to_the_last_bit(
+    row: dict[str, object], data: st.DataObject
+) -> None:
+    """A command-line search (no numpy loaded, a small row) sums a search with groups in
+    plain Python (``plain_sums``): the same chunks, floats and bound as the numpy path.
+    (A term's blocks are of distinct files: a chunk is in one of them at most.)"""
+    sizes = list(row["sizes"])  # type: ignore[call-overload]
+    seqs_of = plain_elements(row["chunks"], sizes, "q")  # type: ignore[arg-type]
+    at, per_term = 0, {}
+    for term, size in zip(row["terms"], sizes, strict=True):  # type: ignore[call-overload]
+        per_term.setdefault(term, []).extend(seqs_of[at : at + size])
+        at += size
+    assume(all(len(s) == len(set(s)) for s in per_term.values()))
+    held = list(row["w_terms"])  # type: ignore[call-overload]
+    absent = [k + 1 for k in held if k + 1 not in held and k + 1 < 2**63]
+    pool = held + absent
+    keys = data.draw(st.lists(st.sampled_from(pool), max_size=3, unique=True))
+    groups = data.draw(
+        st.lists(
+            st.tuples(
+                st.lists(st.sampled_from(pool), min_size=1, max_size=4, unique=True).map(tuple),
+                st.sampled_from([0.5, 1.25, 2.0]),
+            ),
+            max_size=3,
+        )
+    )
+    found = terms_of(row, read_keys(keys, groups))
+    assert found is not None
+    by_numpy = combined(grouped(found[2], keys, groups))
+    by_python = plain_sums(row, keys, groups)
+    assert by_python is not None
+    if by_numpy is None:  # no term or group held: nothing to sum
+        assert by_python == ([], [], 0.0)
+        return
+    seqs, raw, bound = by_numpy
+    assert by_python[0] == seqs.tolist()
+    assert by_python[1] == raw.tolist()  # equal floats, not close
+    assert by_python[2] == bound

@@ -41,6 +41,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.session import OnDemand, 
 from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import (
     Group,
     grouped,
+    plain_sums,
     read_keys,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.sums import TIE_TOLERANCE, combined, ranked
@@ -271,7 +272,12 @@ def stem_score(
     limit: int | None,
 ) -> Scored | None:
     """``score`` of a ``TERMS`` row read for the query ``keys`` and the terms of ``groups``,
-    each group one more term (``stem_terms.grouped``)."""
+    each group one more term (``stem_terms.grouped``; in plain Python as ``score`` decides)."""
+    if row is not None and not has_packed(row) and plain_row(row):
+        sums = plain_sums(row, keys, groups)
+        if sums is None:
+            return None
+        return Scored(seqs=sums[0], raw=sums[1], bound=sums[2], epoch=int(row["epoch"]))
     read = terms_of(row, read_keys(keys, groups), lengths)
     if read is None:
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import plain_elements
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core import lexical
@@ -93,3 +94,48 @@ def _union(
     tfs = np.concatenate([t.tfs.astype(np.int64) for t in present])[order]
     lens = np.concatenate([t.lens.astype(np.int64) for t in present])[order]
     return seqs[starts], np.add.reduceat(tfs, starts), lens[starts]
+
+
+def plain_sums(
+    row: Mapping[str, Any] | None, keys: Sequence[int], groups: Sequence[Group]
+) -> tuple[list[int], list[float], float] | None:
+    """``grouped`` summed as ``sums.combined`` sums it, in plain Python, for a small row of
+    blocks (no packed terms) read in a process without numpy (``blocks.plain_row``: a lexical
+    search from the command line loads no numpy): each chunk holding a term (ascending) with
+    its raw BM25, the query terms' contributions in key order and then the groups', and the
+    query's bound; None when no block matched."""
+    if row is None or row["terms"] is None:
+        return None
+    n_docs = int(row["n_docs"])
+    avg = int(row["total_len"]) / n_docs if n_docs > 0 else 0.0
+    dfs = {int(t): int(d) for t, d in zip(row["w_terms"] or (), row["w_dfs"] or (), strict=True)}
+    sizes = [int(n) for n in row["sizes"]]
+    seqs = plain_elements(row["chunks"], sizes, "q")
+    tfs = plain_elements(row["tfs"], sizes, "i")
+    lens = plain_elements(row["doc_lens"], sizes, "i")
+    # Each term's postings: chunk -> (frequency, length).
+    postings: dict[int, dict[int, tuple[int, int]]] = {}
+    at = 0
+    for term, size in zip(row["terms"], sizes, strict=True):
+        held = postings.setdefault(int(term), {})
+        for i in range(at, at + size):
+            held[seqs[i]] = (tfs[i], lens[i])
+        at += size
+    lists = [(postings.get(k, {}), lexical.idf(n_docs, dfs[k])) for k in sorted(keys) if k in dfs]
+    for group, weight in groups:
+        forms = [k for k in group if k in dfs]
+        if not forms:
+            continue
+        merged: dict[int, tuple[int, int]] = {}
+        for k in forms:
+            for seq, (tf, length) in postings.get(k, {}).items():
+                was = merged.get(seq)
+                merged[seq] = (tf, length) if was is None else (was[0] + tf, was[1])
+        df = min(n_docs, sum(dfs[k] for k in forms))
+        lists.append((merged, weight * lexical.idf(n_docs, df)))
+    sums: dict[int, float] = {}
+    for held, idf in lists:
+        for seq, (tf, length) in held.items():
+            sums[seq] = sums.get(seq, 0.0) + lexical.term_score(tf, length, avg, idf)
+    ordered = sorted(sums)
+    return ordered, [sums[s] for s in ordered], lexical.upper_bound(idf for _, idf in lists)

@@ -158,7 +158,9 @@ class SearchService:
             )
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare:
-            # then ranked as a lexical search is, its words' other forms asked for too.
+            # then ranked as a lexical search is, its words' other forms asked for too. (Over
+            # a semantic layer still being built the fused list asks for none: with them,
+            # hybrid at a quarter of the vectors scored lower, bench/README.md "round nine".)
             if mode is SearchMode.HYBRID and self._stem_weight > 0:
                 lexical_hits, lex_total = await self._sparse(
                     query.text, query.filters, depth, stemmed=True
