@@ -92,7 +92,11 @@ class Index:
         self.variants: dict[str, list[str]] = {}
         if self.generated:
             assert stemmer is not None
-            self.cap = int(stemmer[3:]) if stemmer[3:] else stems.MAX_VARIANTS
+            # "genabbr": all written forms, and the group of each word in ``ABBREVIATIONS``
+            # holds the other words of its entry (the round-two table, as forms of a word).
+            self.abbreviations = stemmer.startswith("genabbr")
+            cap = stemmer[7:] if self.abbreviations else stemmer[3:]
+            self.cap = int(cap) if cap else stems.MAX_VARIANTS
             self.stem = stems.stem
         else:
             self.stem = lexical_stems.memo(lexical_stems.STEMMERS[stemmer or "light"]())
@@ -100,13 +104,15 @@ class Index:
                 self.variants.setdefault(self.stem(term), []).append(term)
         self._union: dict[str, dict[str, int]] = {}
 
+    abbreviations = False
+
     def keys(self, terms: tuple[str, ...]) -> list[str]:
         """The keys of the groups ``terms`` ask for: their distinct stems, or (generated) one
         per ``core.stems.groups`` group, its forms the index holds, as the product asks."""
         if not self.generated:
             return list(dict.fromkeys(self.stem(t) for t in terms))
         found = []
-        for forms in stems.groups(terms, self.cap):
+        for forms in _with_abbreviations(stems.groups(terms, self.cap), self.abbreviations):
             key = "\0".join(forms)
             if key not in self.variants:
                 self.variants[key] = [v for v in forms if v in self.postings]
@@ -338,6 +344,87 @@ def main() -> None:
             flush=True,
         )
     emit(report, args.out)
+
+
+# Words code writes short and long, each entry one meaning (analysed forms: lower case, the
+# light plural stemmer's). Round two added them to the query at full weight (not kept).
+ABBREVIATIONS = [
+    "cfg conf config configuration",
+    "ctx context",
+    "err error",
+    "req request",
+    "res resp response",
+    "msg message",
+    "auth authentication authorization authorize authenticate",
+    "db database",
+    "dir directory",
+    "env environment",
+    "arg argument",
+    "param parameter",
+    "init initialize initialization",
+    "impl implementation implement",
+    "repo repository",
+    "str string",
+    "num number",
+    "len length",
+    "idx index",
+    "val value",
+    "var variable",
+    "tmp temp temporary",
+    "fn func function",
+    "obj object",
+    "pkg package",
+    "lib library",
+    "util utility",
+    "spec specification",
+    "doc document documentation",
+    "info information",
+    "async asynchronous",
+    "sync synchronous synchronize",
+    "exec execute execution",
+    "proc process",
+    "mem memory",
+    "buf buffer",
+    "ptr pointer",
+    "attr attribute",
+    "prop property",
+    "evt event",
+    "cb callback",
+    "iter iterator iterate",
+    "col column",
+    "addr address",
+    "conn connection connect",
+    "cmd command",
+    "src source",
+    "dst dest destination",
+    "ref reference",
+    "tx transaction",
+    "pos position",
+    "max maximum",
+    "min minimum",
+]
+
+
+def _abbreviation_table() -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in ABBREVIATIONS:
+        words = tuple(dict.fromkeys(t for w in entry.split() for t in lexical.analyse(w)))
+        for w in words:
+            out[w] = words
+    return out
+
+
+_TABLE = _abbreviation_table()
+
+
+def _with_abbreviations(groups: list[tuple[str, ...]], on: bool) -> list[tuple[str, ...]]:
+    """``groups``, each with the entries of ``ABBREVIATIONS`` its forms belong to (``on``)."""
+    if not on:
+        return groups
+    return [
+        tuple(dict.fromkeys([*forms, *(w for f in forms for w in _TABLE.get(f, ()))]))
+        for forms in groups
+    ]
 
 
 if __name__ == "__main__":
