@@ -89,3 +89,35 @@ def test_summed_df_is_at_least_the_union(weight: float) -> None:
         if len(variants) == 1:
             assert index.df(stem, union, "sum") == len(union)
     assert query_stems.rebuild(data, query_stems.QueryStems("light", weight, "sum"))["lexical"]
+
+
+async def test_written_forms_rank_as_the_product_store_does() -> None:
+    """``genN`` (round nine) is what the product asks for: the simulation's lists equal the
+    memory store's searched with ``core.stems`` groups at the same weight, df summed."""
+    from codebase_mcp_search.adapters.memory import InMemoryChunkStore
+    from codebase_mcp_search.core import stems
+    from codebase_mcp_search.core.models import StemGroup
+    from tests.factories import file_batch, repo
+
+    files = [file_batch("r1", p, [t]) for p, t in TEXTS.items()]
+    keys: dict[Any, Any] = {
+        (tuple(lexical.query_terms(q)), SearchFilters()): ([], 0) for q in QUERIES
+    }
+    data = {"chunks": [c for f in files for c in f.chunks], "lexical": keys}
+    ours = lists(query_stems.rebuild(data, query_stems.QueryStems("gen", 1.25, "sum")))
+    store = InMemoryChunkStore()
+    await store.save_repository(repo())
+    await store.replace_files("r1", files)
+    for (terms, flt), hits in ours.items():
+        groups = [StemGroup(g, 1.25) for g in stems.groups(terms)]
+        got, _ = await store.lexical_search(terms, flt, 50, groups)
+        assert [(h.chunk.id, round(h.score, 9)) for h in got] == [
+            (cid, round(score, 9)) for cid, score in hits
+        ], terms
+    assert ours[(("parsing", "token"), SearchFilters())]  # "parsing" finds other forms
+
+
+def test_abbreviations_join_a_words_group() -> None:
+    index = query_stems.Index(recording("config"), "genabbr")
+    (key,) = index.keys(("configuration",))
+    assert {"configuration", "config", "cfg"} <= set(key.split("\0"))
