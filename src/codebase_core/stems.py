@@ -146,9 +146,9 @@ def variants(term: str, cap: int = MAX_VARIANTS) -> tuple[str, ...]:
     group alone (it still counts as a group: every query term is asked for at the same weight
     twice, as its own term and in its group)."""
     root = stem(term)
-    found = dict.fromkeys([term])
     if not term.isalpha() or len(root) < MIN_STEM:
         return (term,)
+    found = dict.fromkeys([term])
     bases = _bases(root)
     for suffix in _SUFFIXES:
         for base in bases:

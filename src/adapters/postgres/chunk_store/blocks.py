@@ -54,11 +54,14 @@ def statistics(row: asyncpg.Record) -> tuple[float, dict[int, float]]:
     frequency for (``w_terms``)."""
     n_docs, total_len = int(row["n_docs"]), int(row["total_len"])
     avg = total_len / n_docs if n_docs > 0 else 0.0
-    idf_of = {
-        int(t): lexical.idf(n_docs, int(df))
-        for t, df in zip(row["w_terms"] or (), row["w_dfs"] or (), strict=True)
-    }
+    idf_of = {t: lexical.idf(n_docs, df) for t, df in document_frequencies(row).items()}
     return avg, idf_of
+
+
+def document_frequencies(row: asyncpg.Record) -> dict[int, int]:
+    """The project's document frequency of each query term a row gives one for
+    (``w_terms``), in the row's order."""
+    return {int(t): int(df) for t, df in zip(row["w_terms"] or (), row["w_dfs"] or (), strict=True)}
 
 
 def contributions(

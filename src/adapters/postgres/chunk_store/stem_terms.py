@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from codebase_mcp_search.adapters.postgres.chunk_store.blocks import plain_elements
+from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
+    document_frequencies,
+    plain_elements,
+    statistics,
+)
 from codebase_mcp_search.adapters.postgres.chunk_store.rows import term_key
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core import lexical
@@ -107,8 +111,8 @@ def plain_sums(
     if row is None or row["terms"] is None:
         return None
     n_docs = int(row["n_docs"])
-    avg = int(row["total_len"]) / n_docs if n_docs > 0 else 0.0
-    dfs = {int(t): int(d) for t, d in zip(row["w_terms"] or (), row["w_dfs"] or (), strict=True)}
+    avg, idf_of = statistics(row)
+    dfs = document_frequencies(row)
     sizes = [int(n) for n in row["sizes"]]
     seqs = plain_elements(row["chunks"], sizes, "q")
     tfs = plain_elements(row["tfs"], sizes, "i")
@@ -121,7 +125,7 @@ def plain_sums(
         for i in range(at, at + size):
             held[seqs[i]] = (tfs[i], lens[i])
         at += size
-    lists = [(postings.get(k, {}), lexical.idf(n_docs, dfs[k])) for k in sorted(keys) if k in dfs]
+    lists = [(postings.get(k, {}), idf_of[k]) for k in sorted(keys) if k in idf_of]
     for group, weight in groups:
         forms = [k for k in group if k in dfs]
         if not forms:

@@ -25,6 +25,7 @@ import asyncpg
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, Slot
 from codebase_mcp_search.adapters.postgres.chunk_store.blocks import (
     contributions,
+    document_frequencies,
     raw,
     statistics,
 )
@@ -193,7 +194,7 @@ def terms_of(
     epoch, generation, n_docs = int(row["epoch"]), int(row["generation"]), int(row["n_docs"])
     found: dict[int, Term | None] = dict.fromkeys(keys)
     avg, idf_of = statistics(row)
-    df_of = dict(zip(map(int, row["w_terms"] or ()), map(int, row["w_dfs"] or ()), strict=True))
+    df_of = document_frequencies(row)
     blocks = raw(row)
     at_of = groups(blocks.terms, blocks.sizes) if blocks is not None else {}
     for key, idf in idf_of.items():  # the terms read from their blocks alone
