@@ -144,10 +144,15 @@ class SearchService:
         lexical_hits: list[ScoredChunk] = []
         lex_total = 0
         if mode is SearchMode.HYBRID:
-            # Both retrievals at once (a pooled store runs them on two connections).
-            (scope, dense), (lexical_hits, lex_total) = await together(
-                self._dense(query, mode, depth), self._sparse(query.text, query.filters, depth)
-            )
+            # With no vectors in the scope the search ranks as a lexical one (below): its list
+            # is asked for once, with stem groups, and no model is loaded.
+            scope = await self._scope(query)
+            if scope.vectored:
+                # Both retrievals at once (a pooled store runs them on two connections).
+                (scope, dense), (lexical_hits, lex_total) = await together(
+                    self._dense(query, mode, depth, scope),
+                    self._sparse(query.text, query.filters, depth),
+                )
         elif mode is SearchMode.SEMANTIC:
             scope, dense = await self._dense(query, mode, depth)
             if dense is None:
@@ -158,10 +163,11 @@ class SearchService:
             )
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare:
-            # then ranked as a lexical search is, its words' other forms asked for too. (Over
+            # then ranked as a lexical search is, its words' other forms asked for too (a
+            # hybrid search without an embedder beside vectors asks for its list again). Over
             # a semantic layer still being built the fused list asks for none: with them,
-            # hybrid at a quarter of the vectors scored lower, bench/README.md "round nine".)
-            if mode is SearchMode.HYBRID and self._stem_weight > 0:
+            # hybrid at a quarter of the vectors scored lower (bench/README.md "round nine").
+            if mode is SearchMode.HYBRID and (not scope.vectored or self._stem_weight > 0):
                 lexical_hits, lex_total = await self._sparse(
                     query.text, query.filters, depth, stemmed=True
                 )
@@ -261,25 +267,25 @@ class SearchService:
         )
 
     async def _dense(
-        self, query: SearchQuery, mode: SearchMode, depth: int
+        self, query: SearchQuery, mode: SearchMode, depth: int, known: Scope | None = None
     ) -> tuple[Scope, _Dense | None]:
-        """The scope, and the semantic half or None when there is none: no embedder, or
-        (hybrid) no vectors in the repositories searched."""
+        """The scope (``known``, or listed), and the semantic half or None when there is
+        none: no embedder, or (hybrid) no vectors in the repositories searched."""
         lazy = self._embedder
         if lazy.resolved:
             embedder = lazy.value
             if embedder is None:
-                return await self._scope(query), None
+                return known or await self._scope(query), None
             # The scope is listed and checked beside the vector search (a pooled store runs
             # them on two connections); a refusal raises and the search's result is dropped.
             (scope, (extra, extra_total)), (raw, total) = await together(
-                self._checked_scope(query, mode, depth, embedder),
+                self._checked_scope(query, mode, depth, embedder, known),
                 self._vectors(query, embedder, depth),
             )
             if mode is SearchMode.HYBRID and not scope.vectored:
                 return scope, None
         else:
-            scope = await self._scope(query)
+            scope = known or await self._scope(query)
             if mode is SearchMode.HYBRID and not scope.vectored:
                 return scope, None  # nothing to compare: no model is loaded for it
             embedder = await lazy.get()
@@ -305,9 +311,14 @@ class SearchService:
         return await self._store.vector_search(vector, query.filters, depth)
 
     async def _checked_scope(
-        self, query: SearchQuery, mode: SearchMode, depth: int, embedder: Embedder
+        self,
+        query: SearchQuery,
+        mode: SearchMode,
+        depth: int,
+        embedder: Embedder,
+        known: Scope | None = None,
     ) -> tuple[Scope, tuple[list[ScoredChunk], int]]:
-        scope = await self._scope(query)
+        scope = known or await self._scope(query)
         check_models(scope, embedder)
         return scope, await self._unvectored_hits(query, mode, depth, scope)
 
