@@ -21,7 +21,8 @@ over at least ``min_candidates`` of them, abstains (``abstains``): the model sep
 among them (a repository of hundreds of near-alike configuration files, a question in words the
 model does not know), and its order would only reshuffle the lexical list's. Hybrid search then
 ranks by the lexical list as it is, followed by the semantic list's other chunks
-(``lexical_led``), so it ranks as lexical search does.
+(``lexical_led``), so it ranks as lexical search does (the search service passes it lexical
+mode's list, each word's other forms counted: ``core.stems``).
 
 A chunk without a vector (its repository's semantic layer is still being built, or was never
 built) cannot be in the semantic list; that is no evidence against it. Listed in

@@ -6,10 +6,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codebase_mcp_search.adapters.hashing import HashingEmbedder
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore, InMemorySourceTree
 from codebase_mcp_search.core.fusion import FusionConfig, abstains, lexical_led
-from codebase_mcp_search.core.models import SearchMode, SearchQuery
+from codebase_mcp_search.core.models import IndexRequest, SearchMode, SearchQuery
 from codebase_mcp_search.core.ranking import RankingConfig
-from codebase_mcp_search.core.services import SearchService
+from codebase_mcp_search.core.services import IndexingService, SearchService
+from tests.factories import THREADS
+from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS
 from tests.unit.test_fusion import _ranked
 from tests.unit.test_partial_vectors import _functions, _indexed, _named_queries
 
@@ -75,3 +79,33 @@ async def test_a_hybrid_search_whose_semantic_list_abstains_ranks_as_a_lexical_o
         default = SearchService(store, embedder, ranking=RankingConfig(enabled=ranking))
         alone = await default.search(SearchQuery.build(text, mode="hybrid", limit=50))
         assert hybrid.hits == alone.hits
+
+
+async def test_an_abstaining_hybrid_search_counts_a_words_other_forms_as_lexical_does() -> None:
+    # The second file holds "parse" mostly in other forms, which lexical mode counts through
+    # the word's stem group (core.stems) and a plain lexical list does not.
+    files = {
+        "a.py": b"def parse_header(x):\n    return x\n",
+        "b.py": b"def parsed_values(x):\n    # parsing what was parsed: parses\n    return x\n",
+        "c.py": b"def render_page(x):\n    # parse the parse tree\n    return x\n",
+    }
+    store, embedder = InMemoryChunkStore(), HashingEmbedder(64)
+    indexing = IndexingService(
+        store, InMemorySourceTree({ROOT: files}), CHUNKER, TOKENS, embedder, chunking_pool=THREADS
+    )
+    await indexing.index(IndexRequest(root=ROOT))
+    fusion = FusionConfig(semantic_abstain_spread=1.0, min_candidates=1)
+    plain = RankingConfig(enabled=False)
+    service = SearchService(store, embedder, fusion=fusion, ranking=plain)
+    lexical = await service.search(SearchQuery.build("parse", mode="lexical", limit=10))
+    hybrid = await service.search(SearchQuery.build("parse", mode="hybrid", limit=10))
+    unstemmed = SearchService(store, embedder, fusion=fusion, ranking=plain, stem_weight=0)
+    without = await unstemmed.search(SearchQuery.build("parse", mode="lexical", limit=10))
+    # The groups change the lexical list (else this test could not tell the two apart) ...
+    assert [h.file_path for h in lexical.hits] != [h.file_path for h in without.hits]
+    # ... and the abstaining hybrid search leads with lexical mode's list, scores and all.
+    assert hybrid.mode is SearchMode.HYBRID
+    assert hybrid.hits[: len(lexical.hits)] == lexical.hits
+    # With the groups off, it leads with the plain list.
+    off = await unstemmed.search(SearchQuery.build("parse", mode="hybrid", limit=10))
+    assert off.hits[: len(without.hits)] == without.hits

@@ -188,3 +188,20 @@ async def test_hybrid_asks_for_other_forms_only_with_no_vector_to_compare(
     # One lexical statement a search: with groups when nothing is compared, else the fused
     # list's, without.
     assert spy.asked == [stemmed]
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+async def test_hybrid_without_an_embedder_asks_once_with_groups(share: float) -> None:
+    """No embedder to compare vectors with: hybrid ranks as lexical whatever the vectors held,
+    with one lexical statement, groups and all."""
+    functions = [("parse", "config", "load"), ("send", "mail", "user"), ("render", "path", "x")]
+    store, _ = await _indexed(functions, share, 0)
+    spy = _Spy(store)
+    service = SearchService(spy, None)  # type: ignore[arg-type]
+    result = await service.search(SearchQuery.build("parsing the config", mode="hybrid"))
+    assert spy.asked == [True]
+    assert result.mode is SearchMode.LEXICAL
+    lexical = await SearchService(store, None).search(
+        SearchQuery.build("parsing the config", mode="lexical")
+    )
+    assert result.hits == lexical.hits

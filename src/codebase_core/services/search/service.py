@@ -6,10 +6,12 @@ docs for code questions, one chunk per file before a decay), so every store rank
 candidates' retrieval score, before the ranking stack:
 - semantic: cosine similarity mapped linearly, ``(1 + cos) / 2``;
 - lexical: BM25 divided by the query's BM25 upper bound (see ``core.lexical``); in lexical
-  mode each query word's other forms count too, as one term a word (``core.stems``);
+  mode, and in a hybrid search that ranks as lexical (no vectors to compare, or an abstaining
+  semantic list), each query word's other forms count too, as one term a word
+  (``core.stems``);
 - hybrid: the fused score (see ``core.fusion``), with fusion weights chosen by the
-  query's kind (a name, a question in words that names code, or one that names none); the
-  lexical score alone when the semantic candidates score too alike to tell apart
+  query's kind (a name, a question in words that names code, or one that names none); lexical
+  mode's list and scores when the semantic candidates score too alike to tell apart
   (``core.fusion.abstains``).
 ``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
 off (``RankingConfig(enabled=False)``) it is the retrieval score.
@@ -141,13 +143,17 @@ class SearchService:
         if mode is not SearchMode.LEXICAL or ranking.enabled:
             depth = max(fusion.depth(query.limit), depth)
         dense: _Dense | None = None
+        asked = False  # hybrid: whether the lexical list was asked for beside the vectors
         lexical_hits: list[ScoredChunk] = []
         lex_total = 0
         if mode is SearchMode.HYBRID:
             # With no vectors in the scope the search ranks as a lexical one (below): its list
             # is asked for once, with stem groups, and no model is loaded.
             scope = await self._scope(query)
-            if scope.vectored:
+            # No embedder (a provider that gave none counts once called): nothing to compare.
+            known_none = self._embedder.resolved and self._embedder.value is None
+            asked = bool(scope.vectored) and not known_none
+            if asked:
                 # Both retrievals at once (a pooled store runs them on two connections).
                 (scope, dense), (lexical_hits, lex_total) = await together(
                     self._dense(query, mode, depth, scope),
@@ -164,17 +170,23 @@ class SearchService:
         if dense is None:
             # Lexical asked for, or hybrid without an embedder or without vectors to compare:
             # then ranked as a lexical search is, its words' other forms asked for too (a
-            # hybrid search without an embedder beside vectors asks for its list again). Over
-            # a semantic layer still being built the fused list asks for none: with them,
-            # hybrid at a quarter of the vectors scored lower (bench/README.md "round nine").
-            if mode is SearchMode.HYBRID and (not scope.vectored or self._stem_weight > 0):
+            # hybrid search whose embedder provider gave none beside vectors asks for its
+            # list again, once). Over a semantic layer still being built the fused list asks
+            # for none: with them, hybrid at a quarter of the vectors scored lower
+            # (bench/README.md "round nine").
+            if mode is SearchMode.HYBRID and (not asked or self._stem_weight > 0):
                 lexical_hits, lex_total = await self._sparse(
                     query.text, query.filters, depth, stemmed=True
                 )
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
             if abstains(dense.hits, lexical_hits, fusion):
-                # The model separates nothing among its candidates: ranked as lexical is.
+                # The model separates nothing among its candidates: ranked as lexical is,
+                # its words' other forms counted too (asked for again: abstaining is rare).
+                if self._stem_weight > 0:
+                    lexical_hits, lex_total = await self._sparse(
+                        query.text, query.filters, depth, stemmed=True
+                    )
                 ranked = lexical_led(dense.hits, lexical_hits)
             else:
                 unvectored = await self._unvectored(scope, lexical_hits)
