@@ -46,8 +46,12 @@ CODE_EXTENSIONS: dict[str, str] = {
     "r": "r",
     "hs": "haskell",
     "ml": "ocaml",
+    # An interface (``val``, ``external``, types and module types) has a grammar of its own.
+    "mli": "ocaml_interface",
     "zig": "zig",
     "erl": "erlang",
+    # Headers hold records, types and macros, in the module's own syntax.
+    "hrl": "erlang",
 }
 
 # Text formats chunked by line windows; named so filters by language work for them too.

@@ -136,8 +136,9 @@ FIELDS = Fields(path=2, symbol=2, doc=1)
 # terms were written with, and an index run derives every file's terms again when it differs
 # (``services.indexing.decisions.rechunk_all``). 1: content, path and symbol once each.
 # 2: ``FIELDS``. 3: the same terms over new chunks (the chunker's rules changed: Elixir and Lua
-# cut at their definitions, a doc comment over the budget packed by lines).
-ANALYSER_VERSION = 3
+# cut at their definitions, a doc comment over the budget packed by lines). 4: OCaml interfaces
+# (``.mli``) and Erlang headers (``.hrl``) read by their grammars, OCaml class types named.
+ANALYSER_VERSION = 4
 
 # Documentation comments, by the syntaxes that mark a comment as documentation: docstrings
 # (Python, Elixir's @doc), /** */ (Javadoc, KDoc, JSDoc, Scaladoc, Doxygen), /// and //!

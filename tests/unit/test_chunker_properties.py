@@ -425,6 +425,22 @@ external now : unit -> float = "caml_now"
 let () = print_endline "done"
 let handler = fun req -> respond req
 """,
+    "ocaml_interface": """
+(** A counter. *)
+type t
+type 'a tree = Leaf | Node of 'a tree * 'a * 'a tree
+val create : unit -> t
+val ( >>= ) : 'a option -> ('a -> 'b option) -> 'b option
+external now : unit -> float = "caml_now"
+exception Not_found_in of string
+module type S = sig
+  val f : int -> int
+  module Inner : sig val x : int end
+end
+module Make (X : S) : S
+class point : int -> object method move : int -> unit end
+class type printer = object method print : unit end
+""",
     "zig": """
 const std = @import("std");
 //! The list module.

@@ -862,6 +862,45 @@ SAMPLES = [
         split_budget=30,
     ),
     Sample(
+        "ocaml_interface",
+        src("""
+            (** Stacks of values. *)
+            type 'a t
+
+            (** [create ()] is an empty stack. *)
+            val create : unit -> 'a t
+
+            (** [push x s] adds [x] on top of [s]. *)
+            val push : 'a -> 'a t -> unit
+
+            external length : 'a t -> int = "stack_length"
+
+            exception Empty
+
+            module type ORDERED = sig
+              type t
+              val compare : t -> t -> int
+            end
+
+            class type printer = object method print : unit end
+            """),
+        # A ``val`` declares a function (or a value: an interface does not tell), with its doc.
+        whole=[
+            ("class", "t", 1, 2),
+            ("function", "create", 4, 5),
+            ("function", "push", 7, 8),
+            ("function", "length", 10, 10),
+            ("class", "Empty", 12, 12),
+            ("class", "ORDERED", 14, 17),
+            ("class", "printer", 19, 19),
+        ],
+        split=[
+            ("module", "ORDERED", 14, 14),
+            ("method", "ORDERED.compare", 16, 17),
+        ],
+        split_budget=12,
+    ),
+    Sample(
         "zig",
         src("""
             const std = @import("std");
@@ -1220,6 +1259,25 @@ def test_r_functions_are_the_ones_assigned_to_a_name() -> None:
         ("module", None),
         ("header", "Stack"),
         ("method", "Stack.push"),
+    ]
+
+
+def test_an_erlang_header_s_records_and_types_are_chunks() -> None:
+    text = src("""
+        %% The server's state.
+        -record(state, {socket, buffer = <<>> :: binary()}).
+
+        -define(TIMEOUT, 5000).
+
+        -type reason() :: normal | shutdown.
+        """)
+    language = languages.language_for_path("include/server.hrl")
+    assert language == "erlang"
+    chunks = TreeSitterChunker(COUNTER, min_tokens=0).chunk("server.hrl", text, language)
+    assert spans(chunks) == [
+        ("class", "state", 1, 2),
+        ("module", None, 4, 4),
+        ("class", "reason", 6, 6),
     ]
 
 

@@ -133,7 +133,8 @@ def _instance_type(instance: Node) -> str | None:
 
 
 def _ocaml(node: Node) -> Found | None:
-    """Functions (a ``let`` with parameters or a ``fun``), types, modules, classes."""
+    """Functions (a ``let`` with parameters or a ``fun``; in an interface, a ``val``), types,
+    modules, classes."""
     kind = node.type
     if kind == "value_definition":
         binding = _child(node, "let_binding")
@@ -156,12 +157,14 @@ def _ocaml(node: Node) -> Found | None:
     if kind in ("module_definition", "class_definition", "class_type_definition"):
         # The binding holds the name and the body (``struct ... end``, ``object ... end``).
         binding = _child(node, "module_binding", "class_binding", "class_type_binding")
-        name = _child(binding, "module_name", "class_name") if binding is not None else None
+        names = ("module_name", "class_name", "class_type_name")
+        name = _child(binding, *names) if binding is not None else None
         return (CLASS, binding, _text(name)) if binding is not None and name is not None else None
     named = {
         "module_type_definition": "module_type_name",
         "method_definition": "method_name",
         "external": "value_name",
+        "value_specification": "value_name",
     }.get(kind)
     name = _child(node, named) if named is not None else None
     if name is None:
@@ -249,6 +252,8 @@ GRAMMARS: dict[str, Grammar] = {
     ),
     # A module (``struct ... end``) is a namespace of functions: its own lines are module code.
     "ocaml": _more(_g("", container_gaps="module"), read=_ocaml),
+    # An ``.mli``: the same definitions as their declarations (``val f : t``).
+    "ocaml_interface": _more(_g("", container_gaps="module"), read=_ocaml),
     "zig": _more(_g(""), read=_zig),
     # Each clause of a function (``f(0) -> ...; f(N) -> ...``) is a ``fun_decl`` of its own.
     "erlang": _more(_g("", "record_decl type_alias opaque"), clauses="fun_decl", read=_erlang),
