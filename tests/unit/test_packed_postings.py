@@ -208,6 +208,8 @@ def test_a_build_corrected_by_the_writes_since_reads_as_the_blocks(data: st.Data
             assert a.seqs.tolist() == b.seqs[at].tolist()
             assert a.tfs.tolist() == b.tfs[at].tolist() and a.lens.tolist() == b.lens[at].tolist()
             assert a.idf == b.idf  # the project's, filtered or not
+            # What a stem group sums (``stem_terms.merged``): the project's, as the blocks say.
+            assert (a.df, a.n_docs) == (b.df, b.n_docs)
             assert a.contrib().tobytes() == b.contrib(at).tobytes()
 
 
