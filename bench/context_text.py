@@ -2,12 +2,14 @@
 
 The product embeds each chunk's ``content`` alone (``services.indexing.embedding.vectors_for``).
 ``install(variant)`` replaces that function, in the two modules that call it, by one that
-embeds a header line before the content, the query side unchanged:
+embeds a header line before the content, the query side unchanged (but for ``split``):
 
 - ``plain``: the content alone (today's text, embedded afresh and timed by the same code);
 - ``path``: ``# src/x/y.py`` + newline + content;
 - ``path_symbol``: ``# src/x/y.py: Class.method`` + newline + content (a chunk without a
-  symbol gets the ``path`` header).
+  symbol gets the ``path`` header);
+- ``split``: the content with camelCase identifiers split into words (``safeParse`` ->
+  ``safe Parse``), and every query split alike (round ten).
 
 The vectors are cached under a key of their own (variant, path, symbol and content hash), so a
 plain vector (cached by content hash) is never taken for one with a header, nor one path's for
@@ -18,6 +20,7 @@ header (each capped at the token budget, as the model runs them), and seconds in
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,12 +31,28 @@ from codebase_mcp_search.core.ports import Embedder, EmbeddingCache
 from codebase_mcp_search.core.services.indexing import embedding as embedding_module
 from codebase_mcp_search.core.services.indexing import vectors as vectors_module
 
+# Where a camelCase identifier joins two words (``safeParse``, ``HTTPServer``): the model's
+# uncased WordPiece reads ``safeparse`` as pieces of no word, ``safe parse`` as two words.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def split_identifiers(text: str) -> str:
+    """``text`` with each camelCase identifier's words apart (``safeParse`` -> ``safe Parse``)."""
+    return _CAMEL.sub(" ", text)
+
+
+# Variants that change the text the model reads, documents and queries alike (applied in the
+# in-process embedder's encode, so the query side is split as the chunks are).
+TRANSFORMS: dict[str, Callable[[str], str]] = {"split": split_identifiers}
+
 VARIANTS: dict[str, Callable[[Chunk], str] | None] = {
     # The content alone, as the product embeds it, but embedded afresh through this path
     # (its own cache key and the same counts): today's baseline, timed alike.
     "plain": None,
     "path": lambda c: f"# {c.file_path}",
     "path_symbol": lambda c: f"# {c.file_path}: {c.symbol}" if c.symbol else f"# {c.file_path}",
+    # The content alone, camelCase identifiers split (``TRANSFORMS``), queries too.
+    "split": None,
 }
 
 STATS: dict[str, Any] = {
@@ -102,6 +121,17 @@ def install(variant: str | None) -> None:
             await cache.cache_embeddings(model, fresh)
             known.update(fresh)
         return {c.id: known[keys[c.id]] for c in chunks}, len(missing), result.truncated
+
+    transform = TRANSFORMS.get(variant)
+    if transform is not None:
+        from codebase_mcp_search.adapters.onnx.embedder import OnnxEmbedder
+
+        encode = OnnxEmbedder._encode
+
+        def transformed(self: OnnxEmbedder, texts: list[str], kind: str) -> Embeddings:
+            return encode(self, [transform(t) for t in texts], kind)
+
+        setattr(OnnxEmbedder, "_encode", transformed)  # noqa: B010
 
     # Both callers: the semantic layer's run, and an inline embedder's lexical run.
     setattr(vectors_module, "vectors_for", vectors_for)  # noqa: B010
