@@ -40,7 +40,9 @@ today's index): a fold adopts ``DIR``'s vectors only with a configuration worse 
 on no block. ``--widen``: the path gains' grids reach 0, and ``vec.path_boost`` /
 ``vec.stem_boost`` set them for the modes that rank by vectors (hybrid, semantic) apart from
 lexical mode (None: the shared weight), since vectors embedded with their path already hold
-what those gains add.
+what those gains add. ``--lexical-only`` (round ten): lexical mode's own weights, the
+objective and the guard lexical mode's alone, the fusion's weights left out of the grid
+(``ranker_space.lexical_only``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from bench import replay, repo_search
-from bench.ranker_space import BASE, key, pool, variant, widen
+from bench.ranker_space import BASE, key, lexical_only, pool, variant, widen
 from bench.retrieval import emit
 
 # Weight of each mode in the objective: hybrid is the default, lexical serves every project
@@ -101,7 +103,7 @@ def evaluate(config: dict[str, float | None]) -> dict[str, dict[str, list[float]
 
 def group_scores(results: list[dict[str, dict[str, list[float]]]]) -> dict[str, np.ndarray]:
     """Per mode, a (configurations x groups) array of each group's mean metric."""
-    groups = sorted(results[0]["hybrid"])
+    groups = sorted(results[0][next(iter(MODES))])
     return {
         mode: np.array([[float(np.mean(r[mode][g])) for g in groups] for r in results])
         for mode in MODES
@@ -298,15 +300,27 @@ def main() -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--reference", default=None, help="recordings of today's index (see above)")
     p.add_argument("--widen", action="store_true", help="round six's grid of the path gains")
+    p.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="fit lexical mode's own weights (round ten): the objective and the guard are "
+        "lexical mode's, the fusion's weights left out",
+    )
     args = p.parse_args()
     if args.widen:
         widen()
+    if args.lexical_only:
+        global GUARDED
+        lexical_only()
+        MODES.clear()
+        MODES["lexical"] = 1.0
+        GUARDED = ("lexical",)
     configs = pool(args.configs, args.seed)
     done: dict[str, Any] = {}
     if args.cache and Path(args.cache).exists():
         done = pickle.loads(Path(args.cache).read_bytes())
     _score_all(configs, done, args)
-    groups = sorted(done[key(configs[0])]["hybrid"])
+    groups = sorted(done[key(configs[0])][next(iter(MODES))])
     scores = group_scores([done[key(c)] for c in configs])
     # Each fold's round of coordinate ascent, from its own groups only.
     n = len(groups)

@@ -65,6 +65,17 @@ def widen() -> None:
     BASE.update({k: None for k in WIDE if k not in BASE})
 
 
+def lexical_only() -> None:
+    """The grid of a fit of lexical mode alone (round ten): without the fusion's weights,
+    which a search ranked by its lexical list never reads, and with round six's wider path
+    gains (lexical mode's BM25 reads the path twice since round four, so the gains may weigh
+    less there)."""
+    for name in [k for k in SPACE if k.startswith("fusion.") or k == "named_lexical_weight"]:
+        del SPACE[name]
+        BASE.pop(name, None)
+    SPACE.update({k: v for k, v in WIDE.items() if not k.startswith("vec.")})
+
+
 def pool(n_random: int, seed: int) -> list[dict[str, float | None]]:
     """BASE, each weight moved alone over its grid, then ``n_random`` draws (no repeats)."""
     out = [dict(BASE)]
