@@ -72,3 +72,18 @@ def test_held_out_by_category_means_each_repository_first() -> None:
     assert fit_ranker.by_category(per_query, cats) == {
         "hybrid": {"architecture": 0.5, "symbol": 0.25}
     }
+
+
+def test_a_lexical_only_grid_holds_no_weight_lexical_mode_never_reads(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(ranker_space, "BASE", dict(ranker_space.BASE))
+    monkeypatch.setattr(ranker_space, "SPACE", dict(ranker_space.SPACE))
+    ranker_space.lexical_only()
+    names = set(ranker_space.SPACE) | set(ranker_space.BASE)
+    assert not any(n.startswith(("fusion.", "vec.")) or n == "named_lexical_weight" for n in names)
+    assert 0.0 in ranker_space.SPACE["path_boost"]
+    # Every configuration of the pool ranks in lexical mode, each weight moved once.
+    configs = ranker_space.pool(0, 0)
+    assert all(set(c) == set(ranker_space.BASE) for c in configs)
+    assert len({ranker_space.key(c) for c in configs}) == len(configs)
+    for c in configs:
+        ranker_space.variant(c, "lexical")
