@@ -64,7 +64,7 @@ from bench.retrieval import emit
 # without a model, semantic is asked for by name.
 MODES: dict[str, float] = {"hybrid": 1.0, "lexical": 1.0, "semantic": 0.5}
 # Modes in which a chosen configuration may be worse than BASE on no eval.
-GUARDED = ("hybrid", "lexical")
+GUARDED: tuple[str, ...] = ("hybrid", "lexical")
 
 _DATA: dict[str, Any] = {}
 
