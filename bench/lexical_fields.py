@@ -132,18 +132,20 @@ async def evaluate(
 def check(
     datas: dict[str, dict[str, Any]],
     rebuilt: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    lists: str = "lexical",
 ) -> None:
-    """Every recorded list is rebuilt exactly (ids and scores) by ``rebuilt`` (default: the
-    shipped fields, ``lexical.FIELDS``); else exits naming the first that differs."""
+    """Every recorded list of ``lists`` (``lexical``, or ``stemmed``: lexical mode's) is
+    rebuilt exactly (ids and scores) by ``rebuilt`` (default: the shipped fields,
+    ``lexical.FIELDS``); else exits naming the first that differs."""
     for name, data in datas.items():
-        new = (rebuilt or (lambda d: rebuild(d, lexical.FIELDS)))(data)["lexical"]
-        for key, (hits, total) in data["lexical"].items():
+        new = (rebuilt or (lambda d: rebuild(d, lexical.FIELDS)))(data)[lists]
+        for key, (hits, total) in data.get(lists, {}).items():
             got, got_total = new[key]
             if [(h.chunk.id, h.score) for h in hits] != [
                 (h.chunk.id, h.score) for h in got[: len(hits)]
             ] or total != got_total:
-                raise SystemExit(f"{name}: the list of {key[0]} differs")
-        print("reproduced", name, flush=True)
+                raise SystemExit(f"{name}: the {lists} list of {key[0]} differs")
+        print("reproduced", lists, name, flush=True)
 
 
 def main() -> None:
