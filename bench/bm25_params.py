@@ -5,9 +5,9 @@ chunk's length says something else than a paragraph's (a table of escape codes, 
 generated match). k1 and b change every lexical score, which ``bench.replay`` cannot replay;
 its recordings keep every chunk, so, as ``bench.lexical_fields`` does for the fields, each
 recorded lexical list (the plain one hybrid fuses and the one with stem groups lexical mode
-ranks) is rebuilt from them under other constants (BM25 as ``InMemoryChunkStore``'s, stem
-groups included: with today's constants it reproduces the recorded lists exactly,
-``--check``), then scored through the real ``SearchService`` with the default ranking.
+ranks) is asked again of an ``InMemoryChunkStore`` holding them, under other constants (with
+today's it reproduces the recorded lists exactly, ``--check``), then scored through the real
+``SearchService`` with the default ranking.
 
 Then ``bench.fit_ranker``'s procedure: the 18 groups, an objective per mode (hybrid and
 lexical), admissible only if no block is below today's in either mode, each group scored by
@@ -26,14 +26,17 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import fit_ranker, replay_store
-from bench.lexical_fields import check, evaluate, index_of, ranked, sums
+from bench.lexical_fields import check, evaluate
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models import Chunk, Repository, SourceFile
 
 MODES = ("hybrid", "lexical")
 
@@ -50,51 +53,59 @@ def constants(k1: float, b: float) -> Iterator[None]:
         lexical.K1, lexical.B = saved
 
 
-def rebuild(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with its plain and stemmed lexical lists recomputed from its chunks under the
-    current constants (``InMemoryChunkStore.lexical_search``, stem groups as its ``_group``)."""
-    postings, doc_len, by_id = index_of(
-        data["chunks"],
-        lambda c: lexical.document_terms(c.content, c.file_path, c.symbol, lexical.FIELDS),
-    )
-    n = len(doc_len)
-    avg = sum(doc_len.values()) / n
-    plain = {}
-    for key in data["lexical"]:
-        terms, filters = key
-        idfs = {t: lexical.idf(n, len(postings[t])) for t in dict.fromkeys(terms) if t in postings}
-        raw = sums(idfs, postings, doc_len, avg)
-        plain[key] = ranked(raw, lexical.upper_bound(idfs.values()), by_id, filters)
-    stemmed = {}
-    for key in data.get("stemmed", {}):
-        terms, filters, groups = key
-        lists = [
-            (postings[t], lexical.idf(n, len(postings[t])))
-            for t in dict.fromkeys(terms)
-            if t in postings
+@dataclass(frozen=True)
+class _File:
+    """A file of a recording as ``ChunkStore.replace_files`` takes it (no text, no vectors:
+    only its chunks' terms are read)."""
+
+    file: SourceFile
+    chunks: list[Chunk]
+    text: str = ""
+    vectors: None = None
+
+
+async def store_of(data: dict[str, Any]) -> InMemoryChunkStore:
+    """A memory store holding a recording's chunks: its terms are the analyser's whatever
+    the constants, which the store's ``lexical_search`` reads at each search."""
+    store = InMemoryChunkStore()
+    files: dict[tuple[str, str], list[Chunk]] = {}
+    for c in data["chunks"]:
+        files.setdefault((c.repository_id, c.file_path), []).append(c)
+    for repo in dict.fromkeys(r for r, _ in files):
+        await store.save_repository(Repository(id=repo, name=repo, path=f"/{repo}"))
+        batch = [
+            _File(SourceFile(path=path, language=cs[0].language, content_hash="", size=0), cs)
+            for (r, path), cs in files.items()
+            if r == repo
         ]
-        for group in groups:
-            held = [postings[t] for t in dict.fromkeys(group.terms) if t in postings]
-            if not held:
-                continue
-            merged: dict[str, int] = {}
-            for p in held:
-                for cid, tf in p.items():
-                    merged[cid] = merged.get(cid, 0) + tf
-            df = min(n, sum(len(p) for p in held))
-            lists.append((merged, group.weight * lexical.idf(n, df)))
-        scores: dict[str, float] = {}
-        for p, w in lists:
-            for cid, tf in p.items():
-                scores[cid] = scores.get(cid, 0.0) + lexical.term_score(tf, doc_len[cid], avg, w)
-        stemmed[key] = ranked(scores, lexical.upper_bound(w for _, w in lists), by_id, filters)
+        await store.replace_files(repo, batch)
+    return store
+
+
+async def rebuild(data: dict[str, Any], store: InMemoryChunkStore) -> dict[str, Any]:
+    """``data`` with its plain and stemmed lexical lists asked again of ``store``
+    (``store_of(data)``) under the current constants, to the recorded depth."""
+    depth = replay_store.DEPTH
+    plain = {
+        (terms, flt): await store.lexical_search(terms, flt, depth)
+        for terms, flt in data["lexical"]
+    }
+    stemmed = {
+        (terms, flt, groups): await store.lexical_search(terms, flt, depth, groups)
+        for terms, flt, groups in data.get("stemmed", {})
+    }
     return {**data, "lexical": plain, "stemmed": stemmed}
 
 
 def check_stemmed(datas: dict[str, dict[str, Any]]) -> None:
     """Every recorded list, plain and stemmed, is rebuilt exactly by ``rebuild``."""
-    check(datas, rebuild)
-    check(datas, rebuild, "stemmed")
+    rebuilt = asyncio.run(_rebuilt(datas))
+    for lists in ("lexical", "stemmed"):
+        check(datas, lambda d: rebuilt[id(d)], lists)
+
+
+async def _rebuilt(datas: dict[str, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {id(d): await rebuild(d, await store_of(d)) for d in datas.values()}
 
 
 def main() -> None:
@@ -131,11 +142,14 @@ def main() -> None:
 def _fit(datas: dict[str, dict[str, Any]], grid: list[tuple[float, float]]) -> dict[str, Any]:
     """Each pair of ``grid`` scored, then cross-validated (``fit_ranker``'s modes set to
     ``MODES``)."""
+    stores = {name: asyncio.run(store_of(data)) for name, data in datas.items()}
     results = []
     for k1, b in grid:
         started = time.perf_counter()
         with constants(k1, b):
-            rebuilt = {name: rebuild(data) for name, data in datas.items()}
+            rebuilt = {
+                name: asyncio.run(rebuild(data, stores[name])) for name, data in datas.items()
+            }
             r = asyncio.run(evaluate(rebuilt, MODES))
         results.append(r)
         one = fit_ranker.group_scores([r])

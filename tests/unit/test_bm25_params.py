@@ -1,5 +1,5 @@
-"""bench.bm25_params: rebuilt lists are the memory store's, stem groups included, under any
-k1 and b."""
+"""bench.bm25_params: a recording's lists asked again of a store rebuilt from its chunks are
+the indexed store's, stem groups included, under any k1 and b; and the constants move them."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ async def test_rebuilt_lists_are_the_memory_store_s(k1: float, b: float) -> None
         "stemmed": dict.fromkeys(grouped, ([], 0)),
     }
     with bm25_params.constants(k1, b):
-        rebuilt = bm25_params.rebuild(data)
+        rebuilt = await bm25_params.rebuild(data, await bm25_params.store_of(data))
         for terms, _ in keyed:
             want = await store.lexical_search(terms, flt, 50)
             assert _ids(rebuilt["lexical"][(terms, flt)]) == _ids(want)
@@ -45,6 +45,9 @@ async def test_rebuilt_lists_are_the_memory_store_s(k1: float, b: float) -> None
             want = await store.lexical_search(terms, flt, 50, groups)
             assert _ids(rebuilt["stemmed"][(terms, flt, groups)]) == _ids(want)
     assert (lexical.K1, lexical.B) == (1.2, 0.75)  # restored
+    if (k1, b) != (1.2, 0.75):  # the constants reach the scores
+        today = await bm25_params.rebuild(data, await bm25_params.store_of(data))
+        assert _ids(today["lexical"][keyed[0]]) != _ids(rebuilt["lexical"][keyed[0]])
 
 
 def _ids(found: tuple[list, int]) -> tuple[list[tuple[str, float]], int]:  # type: ignore[type-arg]
