@@ -183,6 +183,13 @@ RANK_PATH_BOOST: Final = 1.0
 # at least (1.0: every word alike). Issue 19: repository benchmark hybrid +0.004, architecture
 # +0.007, lexical +0.001; CoSQA and own eval unchanged (0.0 gave hybrid +0.006, lexical -0.002).
 RANK_PATH_WORD_FLOOR: Final = 0.25
+# The files whose path holds the question's words most (at least this share of them, weighed
+# as the path gain weighs them) join the lexical candidates with their best chunk, though
+# their BM25 did not reach the list; a file's name is its author's summary of it,
+# which a common word ("color" in a shell framework's themes) drowns in the bodies. Cross-
+# validated by repository (bench/README.md "Round eleven").
+RANK_PATH_FILES: Final = 3
+RANK_PATH_FILE_SHARE: Final = 0.2
 # A file named after a word of the question (issue 19: repository benchmark +0.015 hybrid,
 # +0.021 lexical; counted in part for long questions, which name one function among many:
 # the own eval's drop at full strength, -0.013 hybrid, becomes +0.008).

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import CONTEXT_LINES, SearchFilters, split_lines
+from codebase_mcp_search.core.models import CONTEXT_LINES, SearchFilters, StemGroup, split_lines
 from codebase_mcp_search.core.ports import (
     ChunkStore,
 )
@@ -146,6 +146,23 @@ async def test_directory_filter_takes_the_directory_not_its_neighbours(
         )
         assert sorted(h.chunk.file_path for h in dense) == inside and dense_total == 2
         assert sorted(h.chunk.file_path for h in sparse) == inside and sparse_total == 2
+
+
+async def test_a_directory_that_is_a_file_path_takes_that_file_alone(
+    chunk_store: ChunkStore,
+) -> None:
+    # A search within one file (the files a question names by path, ``path_files``).
+    await chunk_store.save_repository(repo())
+    paths = ["lib/net.py", "lib/net.pyi", "lib/net.py.orig", "lib/network.py", "net.py"]
+    await chunk_store.replace_files(
+        "r1", [file_batch("r1", p, ["socket = open_socket()", "handles = []"]) for p in paths]
+    )
+    terms = lexical.query_terms("socket")
+    for stems in ((), (StemGroup(("socket", "socketing"), 1.25),)):
+        hits, total = await chunk_store.lexical_search(
+            terms, SearchFilters(directory="lib/net.py"), 5, stems
+        )
+        assert [h.chunk.file_path for h in hits] == ["lib/net.py"] and total == 1
 
 
 async def test_repository_filter_in_a_one_repository_project(chunk_store: ChunkStore) -> None:

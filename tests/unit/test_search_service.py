@@ -282,7 +282,8 @@ async def test_the_definitions_lookup_runs_only_where_a_definition_gains() -> No
 
 
 class _HashReadingStore(InMemoryChunkStore):
-    """Counts which files' indexed hashes a search reads."""
+    """Counts which files' indexed hashes a search reads (the stale check names them; the
+    listing of every path, for the files named by their path, is not counted)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -291,7 +292,8 @@ class _HashReadingStore(InMemoryChunkStore):
     async def file_hashes(
         self, repository_id: str, paths: Sequence[str] | None = None
     ) -> dict[str, str]:
-        self.hashes_read.append(sorted(paths or []))
+        if paths is not None:
+            self.hashes_read.append(sorted(paths))
         return await super().file_hashes(repository_id, paths)
 
 

@@ -39,6 +39,11 @@ class RankingConfig(BaseModel):
     # A query word weighs in that share by its specificity among the candidates' paths, at
     # least this much (1.0: every word alike); see ``path_words.path_word_weights``.
     path_word_floor: float = Field(default=defaults.RANK_PATH_WORD_FLOOR, ge=0.0, le=1.0)
+    # Up to ``path_files`` files whose path holds at least ``path_file_share`` of the
+    # question's words (weighed as above, over all the repository's paths) join the lexical
+    # candidates with their best chunk by BM25 (``services.search.path_files``). 0: none.
+    path_files: int = Field(default=defaults.RANK_PATH_FILES, ge=0)
+    path_file_share: float = Field(default=defaults.RANK_PATH_FILE_SHARE, ge=0.0, le=1.0)
     # Added when the file's whole name is one of the words of a question in words
     # (``Functor.scala`` for "how the Functor type class ...", ``parser.hpp`` for "JSON parser
     # and tokenizer"). With ``stem_boost_position`` 0: fully for a question of at most

@@ -9,9 +9,11 @@ import functools
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from codebase_mcp_search.core import lexical
+from codebase_mcp_search.core.models.text import path_in_directory
 from codebase_mcp_search.core.ranking import naming, paths
 from codebase_mcp_search.core.ranking.config import RankingConfig
 from codebase_mcp_search.core.ranking.query import QueryProfile
@@ -119,10 +121,88 @@ def path_word_weights(
         return weights
     found = matches if matches is not None else files_path_matches(profile, files)
     for word in _path_query_words(profile):
-        df = sum(1 for f in files if word in found[f])
-        idf = math.log1p(n / df) / math.log1p(n) if df else 1.0
-        weights[word] = floor + (1.0 - floor) * idf
+        weights[word] = _word_weight(n, sum(1 for f in files if word in found[f]), floor)
     return weights
+
+
+def _word_weight(n: int, df: int, floor: float) -> float:
+    """A word's weight in ``path_share`` when ``df`` of ``n`` paths hold it."""
+    idf = math.log1p(n / df) / math.log1p(n) if df else 1.0
+    return floor + (1.0 - floor) * idf
+
+
+# Directories whose files a ``PathIndex`` keeps (a search filtered by one scans every path).
+_DIRECTORIES_KEPT = 32
+
+
+@dataclass(frozen=True, slots=True)
+class PathIndex:
+    """The words of a repository's file paths, to find the files a question names among all
+    of them (``path_files``), not only among a search's candidates."""
+
+    files: tuple[str, ...]
+    words: Mapping[str, tuple[int, ...]]
+    """Each path word, with the indexes in ``files`` of the paths holding it."""
+    heads: Mapping[str, tuple[str, ...]]
+    """Path words by their first three letters (words that match share them)."""
+    within: dict[str, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+    """The files in each directory a search filtered by, kept (a few): one scan each."""
+
+    @classmethod
+    def of(cls, files: Iterable[str]) -> PathIndex:
+        ordered = tuple(sorted(set(files)))
+        words: dict[str, list[int]] = defaultdict(list)
+        for i, f in enumerate(ordered):
+            for w in _path_words(f):
+                words[w].append(i)
+        heads: dict[str, list[str]] = defaultdict(list)
+        for w in words:
+            heads[w[:3]].append(w)
+        return cls(
+            ordered,
+            {w: tuple(ix) for w, ix in words.items()},
+            {h: tuple(ws) for h, ws in heads.items()},
+        )
+
+    def shares(
+        self, profile: QueryProfile, floor: float, directory: str | None = None
+    ) -> dict[str, float]:
+        """``path_shares`` of the files (those in ``directory`` if given) whose path holds a
+        word of the question, each word weighed by ``path_word_weights`` over all those
+        files: what the three functions give over every file, files of no word left out."""
+        inside = self._inside(directory) if directory else None
+        n = len(self.files) if inside is None else len(inside)
+        words = _path_query_words(profile)
+        found: dict[int, set[str]] = defaultdict(set)
+        df: dict[str, int] = {}
+        for t in dict.fromkeys(words):
+            hit: set[int] = set()
+            for p in self.heads.get(t[:3], ()):
+                if _words_match(t, p):
+                    hit.update(self.words[p])
+            if inside is not None:
+                hit &= inside
+            df[t] = len(hit)
+            for i in hit:
+                found[i].add(t)
+        weighed = floor < 1.0 and n >= 2
+        weights = {t: _word_weight(n, df[t], floor) for t in df} if weighed else {}
+        total = sum(weights.get(t, 1.0) for t in words)
+        if total <= 0:
+            return {}
+        return {
+            self.files[i]: sum(weights.get(t, 1.0) for t in words if t in ts) / total
+            for i, ts in found.items()
+        }
+
+    def _inside(self, directory: str) -> frozenset[int]:
+        kept = self.within.get(directory)
+        if kept is None:
+            if len(self.within) >= _DIRECTORIES_KEPT:
+                self.within.clear()
+            kept = frozenset(i for i, f in enumerate(self.files) if path_in_directory(f, directory))
+            self.within[directory] = kept
+        return kept
 
 
 def query_word_forms(profile: QueryProfile) -> frozenset[str]:

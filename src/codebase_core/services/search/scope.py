@@ -4,14 +4,15 @@ and the embedder it may need (resolved only when a search first needs it)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint
-from codebase_mcp_search.core.models import Repository, SemanticLayer
+from codebase_mcp_search.core.errors import EmbedderUnavailable, Hint, ValidationFailed
+from codebase_mcp_search.core.models import Repository, SearchQuery, SemanticLayer
+from codebase_mcp_search.core.models.text import relative_inside
 from codebase_mcp_search.core.policies.one_model import HeldVectors, check_one_model
-from codebase_mcp_search.core.ports import Embedder
+from codebase_mcp_search.core.ports import Embedder, SearchStore
 
 EmbedderProvider = Callable[[], Awaitable[Embedder | None]]
 """Gives the embedder in use (None: lexical search only), choosing and opening it if need be."""
@@ -116,3 +117,34 @@ def check_models(scope: Scope, embedder: Embedder) -> None:
             path=repo.path,
         )
         check_one_model(held, embedder.model, embedder.dimension)
+
+
+async def located(store: SearchStore, query: SearchQuery) -> SearchQuery:
+    """``query`` with its absolute directory (``within``) turned into filters: the
+    repository whose root holds it (the innermost, where roots nest) and the directory
+    relative to that root. ``ValidationFailed`` when no repository searched holds it."""
+    if query.within is None:
+        return query
+    repos: Sequence[Repository]
+    if query.filters.repository_id is not None:
+        repos = [await store.get_repository(query.filters.repository_id)]
+    else:
+        repos = await store.list_repositories()
+    for repo in sorted(repos, key=lambda r: -len(r.path)):
+        rel = relative_inside(query.within, repo.path)
+        if rel is not None:
+            filters = query.filters.model_copy(
+                update={"repository_id": repo.id, "directory": rel or None}
+            )
+            return query.model_copy(update={"filters": filters, "within": None})
+    where = (
+        f"the repository searched ({repos[0].path})"
+        if query.filters.repository_id is not None
+        else "an indexed repository"
+    )
+    raise ValidationFailed(
+        "directory",
+        query.within,
+        f"is not inside {where}: give a path inside a repository's root, or one relative "
+        "to the root (e.g. 'src/api')",
+    )

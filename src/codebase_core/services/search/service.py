@@ -13,6 +13,9 @@ candidates' retrieval score, before the ranking stack:
   query's kind (a name, a question in words that names code, or one that names none); lexical
   mode's list and scores when the semantic candidates score too alike to tell apart
   (``core.fusion.abstains``).
+A lexical list (lexical mode's, or the one fused) also holds the best chunk of each of the few
+files whose path holds most of the question's words, when its BM25 did not reach the list
+(``services.search.path_files``).
 ``similarity_score`` (always in [0, 1]) is the ranking stack's score; with the stack turned
 off (``RankingConfig(enabled=False)``) it is the retrieval score.
 
@@ -65,16 +68,17 @@ from codebase_mcp_search.core.models import (
     SearchResult,
     StemGroup,
 )
-from codebase_mcp_search.core.models.text import relative_inside
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.concurrency import together
 from codebase_mcp_search.core.services.hits import build_hits, collapse
+from codebase_mcp_search.core.services.search.path_files import PathFiles
 from codebase_mcp_search.core.services.search.scope import (
     EmbedderProvider,
     LazyEmbedder,
     Scope,
     check_models,
+    located,
     no_semantic_model,
 )
 
@@ -121,6 +125,7 @@ class SearchService:
         self._source = source
         self._ranking = ranking or RankingConfig()
         self._stem_weight = stem_weight
+        self._path_files = PathFiles(store, self._ranking)
 
     async def search(self, query: SearchQuery) -> SearchResult:
         """Rank chunks for ``query``; see the module docstring for scores and counts.
@@ -131,7 +136,7 @@ class SearchService:
         ``repository_id`` filter.
         """
         started = time.perf_counter()
-        query = await self._located(query)
+        query = await located(self._store, query)
         # No mode asked: hybrid, which answers lexically where there are no vectors to compare.
         mode = query.mode or SearchMode.HYBRID
         ranking = self._ranking
@@ -178,6 +183,7 @@ class SearchService:
                 lexical_hits, lex_total = await self._sparse(
                     query.text, query.filters, depth, stemmed=True
                 )
+            lexical_hits = await self._named_files(lexical_hits, query, profile, scope)
             mode, ranked, total = SearchMode.LEXICAL, lexical_hits, lex_total
         elif mode is SearchMode.HYBRID:
             if abstains(dense.hits, lexical_hits, fusion):
@@ -187,8 +193,12 @@ class SearchService:
                     lexical_hits, lex_total = await self._sparse(
                         query.text, query.filters, depth, stemmed=True
                     )
+                lexical_hits = await self._named_files(lexical_hits, query, profile, scope)
                 ranked = lexical_led(dense.hits, lexical_hits)
             else:
+                lexical_hits = await self._named_files(
+                    lexical_hits, query, profile, scope, stemmed=False
+                )
                 unvectored = await self._unvectored(scope, lexical_hits)
                 ranked = fuse(dense.hits, lexical_hits, fusion, unvectored)
             total = max(dense.total, lex_total)
@@ -226,36 +236,6 @@ class SearchService:
             semantic_coverage=scope.coverage() if query.mode is not SearchMode.LEXICAL else [],
             indexing_repositories=scope.indexing(),
             repositories_searched=len(scope.listed),
-        )
-
-    async def _located(self, query: SearchQuery) -> SearchQuery:
-        """``query`` with its absolute directory (``within``) turned into filters: the
-        repository whose root holds it (the innermost, where roots nest) and the directory
-        relative to that root. ``ValidationFailed`` when no repository searched holds it."""
-        if query.within is None:
-            return query
-        repos: Sequence[Repository]
-        if query.filters.repository_id is not None:
-            repos = [await self._store.get_repository(query.filters.repository_id)]
-        else:
-            repos = await self._store.list_repositories()
-        for repo in sorted(repos, key=lambda r: -len(r.path)):
-            rel = relative_inside(query.within, repo.path)
-            if rel is not None:
-                filters = query.filters.model_copy(
-                    update={"repository_id": repo.id, "directory": rel or None}
-                )
-                return query.model_copy(update={"filters": filters, "within": None})
-        where = (
-            f"the repository searched ({repos[0].path})"
-            if query.filters.repository_id is not None
-            else "an indexed repository"
-        )
-        raise ValidationFailed(
-            "directory",
-            query.within,
-            f"is not inside {where}: give a path inside a repository's root, or one relative "
-            "to the root (e.g. 'src/api')",
         )
 
     def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
@@ -384,10 +364,34 @@ class SearchService:
         """The lexical list; ``stemmed``: with each query word's stem group (lexical mode
         only: fused with the semantic list, the groups cost hybrid search more than they
         bring, bench/README.md "round nine")."""
-        terms = lexical.query_terms(text)
+        terms, groups = self._lexical_query(text, stemmed)
         if not terms:
             return [], 0
-        if not stemmed or self._stem_weight <= 0:
+        if not groups:
             return await self._store.lexical_search(terms, filters, depth)
-        groups = [StemGroup(forms, self._stem_weight) for forms in stems.groups(terms)]
         return await self._store.lexical_search(terms, filters, depth, groups)
+
+    def _lexical_query(self, text: str, stemmed: bool) -> tuple[list[str], list[StemGroup]]:
+        """A lexical search's terms, and (``stemmed``) its stem groups."""
+        terms = lexical.query_terms(text)
+        if not stemmed or self._stem_weight <= 0:
+            return terms, []
+        return terms, [StemGroup(forms, self._stem_weight) for forms in stems.groups(terms)]
+
+    async def _named_files(
+        self,
+        hits: list[ScoredChunk],
+        query: SearchQuery,
+        profile: QueryProfile,
+        scope: Scope,
+        *,
+        stemmed: bool = True,
+    ) -> list[ScoredChunk]:
+        """A lexical list with the files the question names by their path (``path_files``),
+        each scored as the list is: with its stem groups when ``stemmed``."""
+        if not self._path_files.enabled:
+            return hits
+        terms, groups = self._lexical_query(query.text, stemmed)
+        return await self._path_files.added(
+            hits, profile, terms, groups, query.filters, scope.listed
+        )
