@@ -53,6 +53,7 @@ from codebase_mcp_search.adapters.postgres.chunk_store.terms import (
     terms_of,
 )
 from codebase_mcp_search.adapters.postgres.chunk_store.terms_read import FILTER_PARAMS, terms_row
+from codebase_mcp_search.adapters.postgres.sql import Statement
 from codebase_mcp_search.core import lexical
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
@@ -62,6 +63,9 @@ if TYPE_CHECKING:
 # Past this many candidates beyond the limit (ties at the limit), their paths and lines are
 # read first and only the chosen rows after.
 TIE_ROOM = 32
+
+# The chunks passing a filter, at most {most} (from the covering path index).
+FILTER_SEQS = Statement("SELECT c.seq FROM {s}.chunks c WHERE {filter} LIMIT {most}")
 
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
@@ -134,6 +138,17 @@ class LexicalSearch:
                 if scored is None:
                     return [], 0
                 return await self.top(scored, limit, db), scored.count
+
+    async def filter_seqs(self, filters: SearchFilters, most: int) -> list[int] | None:
+        """The seqs of the chunks passing ``filters``, ascending; None when more than
+        ``most`` pass (a narrow filter, a file or a small folder, is scored from postings
+        held in the process: ``postings_cache``)."""
+        async with self._session() as db:
+            flt = SqlFilter(await narrowed(db, filters), 1)
+            seqs = await db.conn.fetch(
+                FILTER_SEQS.at(db.schema, filter=flt.sql, most=most + 1), *flt.params
+            )
+        return None if len(seqs) > most else sorted(int(r["seq"]) for r in seqs)
 
     async def read(self, keys: Sequence[int]) -> tuple[Mapping[str, Any] | None, Lengths | None]:
         """The ``TERMS`` row of the term ``keys`` (no filters), with the lengths of its

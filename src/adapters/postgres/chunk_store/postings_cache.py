@@ -28,7 +28,7 @@ import asyncio
 import collections
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from codebase_mcp_search.adapters.postgres.cache_ledger import CacheLedger, unbounded
 from codebase_mcp_search.adapters.postgres.changes import Token
@@ -47,6 +47,13 @@ from codebase_mcp_search.adapters.postgres.chunk_store.stem_terms import (
 from codebase_mcp_search.adapters.postgres.chunk_store.terms import Term
 from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 
+if TYPE_CHECKING:
+    import numpy as np
+
+# A filtered search is scored from the postings held when at most this many chunks pass its
+# filter (a file, a small folder: the files a question names by path, ``path_files``); a
+# wider filter reads the postings of its chunks (``terms_read.TERMS_FILTERED``).
+NARROW_FILTER: Final = 2_000
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
 # Bytes a held term costs beyond its arrays' data: the ``Term``, three array headers, its key
@@ -174,19 +181,33 @@ class HeldPostings:
     ) -> tuple[list[ScoredChunk], int]:
         """``LexicalSearch.search``, from the postings held when it has no filters."""
         token = await self._token()
-        if token is None or filters != NO_FILTERS:
+        if token is None:
             return await self._inner.search(keys, filters, limit, groups)
-        scored = await self._held_scores(keys, token, limit, groups)
+        within: np.ndarray[Any, Any] | None = None
+        if filters != NO_FILTERS:
+            seqs = await self._inner.filter_seqs(filters, NARROW_FILTER)
+            if seqs is None:
+                return await self._inner.search(keys, filters, limit, groups)
+            import numpy as np  # only here: a lexical search in a fresh process loads none
+
+            within = np.asarray(seqs, dtype=np.int64)
+        scored = await self._held_scores(keys, token, limit, groups, within)
         if scored is None:
             return [], 0
         return await self._inner.top(scored, limit), scored.count
 
     async def _held_scores(
-        self, query: Sequence[int], token: Token, limit: int, groups: Sequence[Group]
+        self,
+        query: Sequence[int],
+        token: Token,
+        limit: int,
+        groups: Sequence[Group],
+        within: np.ndarray[Any, Any] | None = None,
     ) -> Scored | None:
         """The scores of the chunks holding a term of ``query`` or of ``groups`` that may
         reach the top ``limit``, from the postings held (those not held read first; each
-        group's terms held as any term, merged for the search alone)."""
+        group's terms held as any term, merged for the search alone); only of the chunks
+        ``within`` (seqs, ascending) when given."""
         keys = read_keys(query, groups) if groups else query
         postings = self.postings
         held = postings.held(token, keys)
@@ -210,6 +231,8 @@ class HeldPostings:
         state = postings.state
         if state is None:
             return None
+        if within is not None:
+            held = {k: _within(t, within) for k, t in held.items()}
         if sum(t.size for t in held.values() if t is not None) > THREAD_POSTINGS:
             return await asyncio.to_thread(_scores, held, query, groups, state.epoch, limit)
         return _scores(held, query, groups, state.epoch, limit)
@@ -229,3 +252,26 @@ def _scores(
 ) -> Scored | None:
     """``ranked_scores`` of the terms ``held``, each of ``groups`` merged into one more."""
     return ranked_scores(grouped(held, query, groups) if groups else held, epoch, limit)
+
+
+def _within(term: Term | None, seqs: np.ndarray[Any, Any]) -> Term | None:
+    """``term``'s postings of the chunks ``seqs`` (both ascending), its idf and document
+    frequency the project's (as a filtered read leaves them: the term still counts in the
+    query's upper bound, which normalises the scores, though none of these chunks holds it)."""
+    if term is None:
+        return None
+    import numpy as np
+
+    at = np.searchsorted(term.seqs, seqs)
+    inside = at < term.size
+    at, wanted = at[inside], seqs[inside]
+    found = at[term.seqs[at] == wanted]
+    return Term(
+        term.seqs[found],
+        term.tfs[found],
+        term.lens[found],
+        term.idf,
+        term.avg,
+        term.df,
+        term.n_docs,
+    )
