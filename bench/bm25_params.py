@@ -26,7 +26,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,9 @@ import numpy as np
 
 from bench import fit_ranker, replay_store
 from bench.lexical_fields import check, evaluate
+from bench.replay_store import store_of
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import Chunk, Repository, SourceFile
 
 MODES = ("hybrid", "lexical")
 
@@ -51,35 +50,6 @@ def constants(k1: float, b: float) -> Iterator[None]:
         yield
     finally:
         lexical.K1, lexical.B = saved
-
-
-@dataclass(frozen=True)
-class _File:
-    """A file of a recording as ``ChunkStore.replace_files`` takes it (no text, no vectors:
-    only its chunks' terms are read)."""
-
-    file: SourceFile
-    chunks: list[Chunk]
-    text: str = ""
-    vectors: None = None
-
-
-async def store_of(data: dict[str, Any]) -> InMemoryChunkStore:
-    """A memory store holding a recording's chunks: its terms are the analyser's whatever
-    the constants, which the store's ``lexical_search`` reads at each search."""
-    store = InMemoryChunkStore()
-    files: dict[tuple[str, str], list[Chunk]] = {}
-    for c in data["chunks"]:
-        files.setdefault((c.repository_id, c.file_path), []).append(c)
-    for repo in dict.fromkeys(r for r, _ in files):
-        await store.save_repository(Repository(id=repo, name=repo, path=f"/{repo}"))
-        batch = [
-            _File(SourceFile(path=path, language=cs[0].language, content_hash="", size=0), cs)
-            for (r, path), cs in files.items()
-            if r == repo
-        ]
-        await store.replace_files(repo, batch)
-    return store
 
 
 async def rebuild(data: dict[str, Any], store: InMemoryChunkStore) -> dict[str, Any]:

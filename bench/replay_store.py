@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.core import defaults
 from codebase_mcp_search.core.models import (
     Chunk,
     Repository,
     ScoredChunk,
     SearchFilters,
+    SourceFile,
     StemGroup,
 )
 
@@ -89,16 +92,38 @@ class RecordingStore:
 
 
 class _Replay(RecordingStore):
-    """Answers from recorded lists only."""
+    """Answers from recorded lists; a lexical search within one file that was not recorded
+    (lexical mode's files named by their path, ``services.search.path_files``, which
+    recordings made before it lack) from a memory store holding the recording's chunks."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         super().__init__(None)
         self.vector, self.lexical, self.defs = data["vector"], data["lexical"], data["defs"]
         self.stemmed = data.get("stemmed", {})
         self._repos: list[Repository] = data["repos"]
+        self._data = data
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(name)
+
+    async def lexical_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        stems: Sequence[StemGroup] = (),
+    ) -> tuple[list[ScoredChunk], int]:
+        lists = self.stemmed if stems else self.lexical
+        key = (tuple(terms), filters, tuple(stems)) if stems else (tuple(terms), filters)
+        if key in lists or filters.directory is None:
+            return await super().lexical_search(terms, filters, limit, stems)
+        store = await _chunk_store(self._data)
+        return await store.lexical_search(terms, filters, limit, stems)
+
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        return await (await _chunk_store(self._data)).file_hashes(repository_id, paths)
 
     async def list_repositories(self) -> list[Repository]:
         return self._repos
@@ -108,6 +133,43 @@ class _Replay(RecordingStore):
 
     async def hit_contexts(self, chunks: Sequence[Chunk]) -> dict[str, tuple[str, str]]:
         return {}
+
+
+@dataclass(frozen=True)
+class _File:
+    """A file of a recording as ``ChunkStore.replace_files`` takes it (no text, no vectors:
+    only its chunks' terms are read)."""
+
+    file: SourceFile
+    chunks: list[Chunk]
+    text: str = ""
+    vectors: None = None
+
+
+async def store_of(data: dict[str, Any]) -> InMemoryChunkStore:
+    """A memory store holding a recording's chunks: its terms are the analyser's whatever
+    the constants, which the store's ``lexical_search`` reads at each search."""
+    store = InMemoryChunkStore()
+    files: dict[tuple[str, str], list[Chunk]] = {}
+    for c in data["chunks"]:
+        files.setdefault((c.repository_id, c.file_path), []).append(c)
+    for repo in dict.fromkeys(r for r, _ in files):
+        await store.save_repository(Repository(id=repo, name=repo, path=f"/{repo}"))
+        batch = [
+            _File(SourceFile(path=path, language=cs[0].language, content_hash="", size=0), cs)
+            for (r, path), cs in files.items()
+            if r == repo
+        ]
+        await store.replace_files(repo, batch)
+    return store
+
+
+async def _chunk_store(data: dict[str, Any]) -> InMemoryChunkStore:
+    """``store_of(data)``, built once per recording (kept in it)."""
+    if "_chunk_store" not in data:
+        data["_chunk_store"] = await store_of(data)
+    store: InMemoryChunkStore = data["_chunk_store"]
+    return store
 
 
 class Capturing(_Replay):
