@@ -4,7 +4,7 @@ the indexed store's, stem groups included, under any k1 and b; and the constants
 from __future__ import annotations
 
 import pytest
-from bench import bm25_params
+from bench import bm25_params, replay_store
 
 from codebase_mcp_search.adapters.memory import InMemoryChunkStore
 from codebase_mcp_search.core import lexical, stems
@@ -37,7 +37,7 @@ async def test_rebuilt_lists_are_the_memory_store_s(k1: float, b: float) -> None
         "stemmed": dict.fromkeys(grouped, ([], 0)),
     }
     with bm25_params.constants(k1, b):
-        rebuilt = await bm25_params.rebuild(data, await bm25_params.store_of(data))
+        rebuilt = await bm25_params.rebuild(data, await replay_store.store_of(data))
         for terms, _ in keyed:
             want = await store.lexical_search(terms, flt, 50)
             assert _ids(rebuilt["lexical"][(terms, flt)]) == _ids(want)
@@ -46,7 +46,7 @@ async def test_rebuilt_lists_are_the_memory_store_s(k1: float, b: float) -> None
             assert _ids(rebuilt["stemmed"][(terms, flt, groups)]) == _ids(want)
     assert (lexical.K1, lexical.B) == (1.2, 0.75)  # restored
     if (k1, b) != (1.2, 0.75):  # the constants reach the scores
-        today = await bm25_params.rebuild(data, await bm25_params.store_of(data))
+        today = await bm25_params.rebuild(data, await replay_store.store_of(data))
         assert _ids(today["lexical"][keyed[0]]) != _ids(rebuilt["lexical"][keyed[0]])
 
 
