@@ -29,6 +29,7 @@ from codebase_mcp_search.core.ranking.path_words import (
     path_word_weights,
 )
 from codebase_mcp_search.core.services import IndexingService, SearchService
+from codebase_mcp_search.core.services.search import path_files
 from tests.factories import THREADS
 
 ROOT = "/repo"
@@ -79,11 +80,19 @@ def test_the_path_index_scores_every_file_as_the_candidate_functions_do(
 
 
 class _Asking(InMemoryChunkStore):
-    """Notes each lexical search within one file: its path and stem groups."""
+    """Notes each lexical search within one file (its path and stem groups) and each
+    listing of a repository's paths."""
 
     def __init__(self) -> None:
         super().__init__()
         self.within: list[tuple[str, tuple[StemGroup, ...]]] = []
+        self.listings = 0
+
+    async def file_hashes(
+        self, repository_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, str]:
+        self.listings += paths is None
+        return await super().file_hashes(repository_id, paths)
 
     async def lexical_search(
         self,
@@ -134,16 +143,26 @@ async def test_a_directory_filter_keeps_the_named_files_inside_it() -> None:
     assert store.within == []
 
 
-async def test_a_file_indexed_after_a_search_is_named_by_the_next() -> None:
+@pytest.mark.parametrize("refresh", [0.0, 3600.0])
+async def test_a_repositorys_paths_are_read_again_once_it_changes(
+    refresh: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(path_files, "REFRESH_SECONDS", refresh)
     store = _Asking()
     tree = await _indexed(dict(THEMES), store)
     service = SearchService(store, None, fusion=NARROW)
+    store.listings = 0  # the indexing run's own
     assert "lib/colors.py" not in await _paths(service, "lexical")
+    assert "lib/colors.py" not in await _paths(service, "lexical")
+    assert store.listings == 1  # nothing changed: the paths kept
     tree.put(ROOT, "lib/colors.py", COLORS)
     await IndexingService(store, tree, CHUNKER, TOKENS, None, chunking_pool=THREADS).index(
         IndexRequest(root=ROOT)
     )
-    assert "lib/colors.py" in await _paths(service, "lexical")
+    store.listings = 0
+    found = "lib/colors.py" in await _paths(service, "lexical")
+    # Read again once the repository changed, unless read within the refresh time.
+    assert (store.listings, found) == ((1, True) if refresh == 0 else (0, False))
 
 
 async def test_hybrid_search_adds_the_named_file_to_the_list_it_fuses() -> None:

@@ -15,11 +15,14 @@ repository's paths in the search's directory (its language and file type filters
 chunk asked for).
 
 Each repository's path words are kept (``PathIndex``) until its file or chunk count or its
-index time changes (a run, a watcher's batch): a search reads the paths once per change.
+index time changes (a run, a watcher's batch), read again at most every ``REFRESH_SECONDS``
+(a repository being written is not read again by every search) and at least every
+``MAX_AGE_SECONDS`` (a rename keeps the counts), for the ``REPOSITORIES_KEPT`` last searched.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from codebase_mcp_search.core.models import Repository, ScoredChunk, SearchFilters, StemGroup
@@ -29,6 +32,12 @@ from codebase_mcp_search.core.ranking.path_words import PathIndex
 from codebase_mcp_search.core.services.concurrency import all_of
 
 _Key = tuple[object, ...]
+# The least and the most time between two reads of a repository's paths, and the
+# repositories whose paths are kept, the least recently searched let go first
+# (``PathFiles._index``).
+REFRESH_SECONDS = 2.0
+MAX_AGE_SECONDS = 60.0
+REPOSITORIES_KEPT = 16
 
 
 class PathFiles:
@@ -37,7 +46,7 @@ class PathFiles:
     def __init__(self, store: SearchStore, config: RankingConfig) -> None:
         self._store = store
         self._config = config
-        self._indexes: dict[str, tuple[_Key, PathIndex]] = {}
+        self._indexes: dict[str, tuple[_Key, float, PathIndex]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -93,9 +102,19 @@ class PathFiles:
 
     async def _index(self, repo: Repository) -> PathIndex:
         key: _Key = (repo.indexed_at, repo.file_count, repo.chunk_count)
-        kept = self._indexes.get(repo.id)
-        if kept is not None and kept[0] == key:
-            return kept[1]
+        kept = self._indexes.pop(repo.id, None)
+        now = time.monotonic()
+        # While a repository is written (its first run: every search sees new counts) its
+        # paths are read again at most every REFRESH_SECONDS: a file named by its path joins
+        # a moment later, and one deleted meanwhile adds nothing. Unchanged counts may hide
+        # a rename (until the run's end moves ``indexed_at``): read again after MAX_AGE.
+        if kept is not None:
+            age = now - kept[1]
+            if age < REFRESH_SECONDS or (kept[0] == key and age < MAX_AGE_SECONDS):
+                self._indexes[repo.id] = kept  # the most recent last
+                return kept[2]
         index = PathIndex.of(await self._store.file_hashes(repo.id))
-        self._indexes[repo.id] = (key, index)
+        self._indexes[repo.id] = (key, now, index)
+        while len(self._indexes) > REPOSITORIES_KEPT:
+            del self._indexes[next(iter(self._indexes))]
         return index
