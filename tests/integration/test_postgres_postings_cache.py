@@ -14,7 +14,7 @@ from codebase_mcp_search.adapters.postgres import PgChunkStore, PgDatabase
 from codebase_mcp_search.adapters.postgres.chunk_store import lexical_search
 from codebase_mcp_search.adapters.postgres.chunk_store.postings_cache import HeldPostings
 from codebase_mcp_search.core import lexical
-from codebase_mcp_search.core.models import IndexRequest, ScoredChunk
+from codebase_mcp_search.core.models import IndexRequest, ScoredChunk, SearchFilters
 from tests.factories import file_batch, repo
 from tests.integration.pg_helpers import (
     NO_FILTER,
@@ -173,3 +173,46 @@ async def test_without_a_token_nothing_is_held(
         _hits, total = await store.lexical_search(["alpha"], NO_FILTER, 10)
         assert total == 1
     assert held_postings(store).state is None
+
+
+async def test_a_narrow_filter_is_scored_from_the_held_terms_as_the_reference(
+    db: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = core_sources()
+    pg, mem = PgChunkStore(db, project), InMemoryChunkStore()
+    await indexing_service(pg, files).index(IndexRequest(root="/repo"))
+    await indexing_service(mem, files).index(IndexRequest(root="/repo"))
+    await listening(pg)
+    narrow = ["ranking/path_words.py", "services/search", "lexical.py"]
+    for q in QUERIES:
+        terms = lexical.query_terms(q)
+        await pg.lexical_search(terms, NO_FILTER, 10)  # its terms held
+        seen = statements(db, monkeypatch)
+        for directory in narrow:
+            flt = SearchFilters(directory=directory)
+            a, ta = await pg.lexical_search(terms, flt, 5)
+            b, tb = await mem.lexical_search(terms, flt, 5)
+            assert ta == tb
+            assert [x[:2] for x in _top(a)] == [x[:2] for x in _top(b)]
+            assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
+        # No postings read (filtered or not): the held terms cut to the filter's chunks.
+        assert [s for s in seen if s.startswith("WITH")] == []  # TERMS, filtered or not
+        monkeypatch.undo()
+
+
+async def test_a_narrow_filter_never_scores_held_terms_of_another_generation(
+    db: PgDatabase, other: PgDatabase, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's write whose notice has not arrived: the filter's chunks are read of
+    the new generation, the terms held are of the old; the filtered read answers instead."""
+    store, theirs = PgChunkStore(db, project), PgChunkStore(other, project)
+    await store.save_repository(repo("r1"))
+    await store.replace_files("r1", [file_batch("r1", "a.py", ["def alpha():\n    return 1"])])
+    await listening(store)
+    await store.lexical_search(["alpha"], NO_FILTER, 10)
+    monkeypatch.setattr(db.changes, "bump", lambda schema: None)  # its notice never taken
+    await theirs.replace_files(
+        "r1", [file_batch("r1", "a.py", ["def beta():\n    return 2", "alpha = 3"])]
+    )
+    hits, total = await store.lexical_search(["alpha"], SearchFilters(directory="a.py"), 10)
+    assert total == 1 and [h.chunk.content for h in hits] == ["alpha = 3"]

@@ -64,8 +64,13 @@ if TYPE_CHECKING:
 # read first and only the chosen rows after.
 TIE_ROOM = 32
 
-# The chunks passing a filter, at most {most} (from the covering path index).
-FILTER_SEQS = Statement("SELECT c.seq FROM {s}.chunks c WHERE {filter} LIMIT {most}")
+# The project's generation and the chunks passing a filter, at most {most} (from the
+# covering path index), in one snapshot.
+FILTER_SEQS = Statement(
+    """SELECT st.epoch, st.generation,
+              ARRAY(SELECT c.seq FROM {s}.chunks c WHERE {filter} LIMIT {most}) AS seqs
+       FROM (SELECT generation, tableoid AS epoch FROM {s}.corpus_stats LIMIT 1) st"""
+)
 
 # Past this many postings a search is scored in a worker thread: numpy's work on a very large
 # index would hold the event loop (and every other request) for a noticeable time.
@@ -139,16 +144,21 @@ class LexicalSearch:
                     return [], 0
                 return await self.top(scored, limit, db), scored.count
 
-    async def filter_seqs(self, filters: SearchFilters, most: int) -> list[int] | None:
-        """The seqs of the chunks passing ``filters``, ascending; None when more than
-        ``most`` pass (a narrow filter, a file or a small folder, is scored from postings
-        held in the process: ``postings_cache``)."""
+    async def filter_seqs(
+        self, filters: SearchFilters, most: int
+    ) -> tuple[int, int, list[int]] | None:
+        """The project's epoch and generation and, of that snapshot, the seqs of the chunks
+        passing ``filters``, ascending; None when more than ``most`` pass (a narrow filter, a
+        file or a small folder, is scored from the postings held in the process when they
+        are of that generation: ``postings_cache``)."""
         async with self._session() as db:
-            flt = SqlFilter(await narrowed(db, filters), 1)
-            seqs = await db.conn.fetch(
+            flt = SqlFilter(filters, 1)
+            row = await db.conn.fetchrow(
                 FILTER_SEQS.at(db.schema, filter=flt.sql, most=most + 1), *flt.params
             )
-        return None if len(seqs) > most else sorted(int(r["seq"]) for r in seqs)
+        if row is None or len(row["seqs"]) > most:
+            return None
+        return int(row["epoch"]), int(row["generation"]), sorted(row["seqs"])
 
     async def read(self, keys: Sequence[int]) -> tuple[Mapping[str, Any] | None, Lengths | None]:
         """The ``TERMS`` row of the term ``keys`` (no filters), with the lengths of its

@@ -50,9 +50,10 @@ from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
 if TYPE_CHECKING:
     import numpy as np
 
-# A filtered search is scored from the postings held when at most this many chunks pass its
-# filter (a file, a small folder: the files a question names by path, ``path_files``); a
-# wider filter reads the postings of its chunks (``terms_read.TERMS_FILTERED``).
+# A filtered search whose terms are all held is scored from them when at most this many
+# chunks pass its directory filter (a file, a small folder: the files a question names by
+# path, ``path_files``); a wider filter reads the postings of its chunks
+# (``terms_read.TERMS_FILTERED``).
 NARROW_FILTER: Final = 2_000
 # Terms held at most, postings or none (a term without postings costs its entry alone).
 MAX_TERMS = 100_000
@@ -185,16 +186,33 @@ class HeldPostings:
             return await self._inner.search(keys, filters, limit, groups)
         within: np.ndarray[Any, Any] | None = None
         if filters != NO_FILTERS:
-            seqs = await self._inner.filter_seqs(filters, NARROW_FILTER)
-            if seqs is None:
+            within = await self._narrow(keys, groups, token, filters)
+            if within is None:
                 return await self._inner.search(keys, filters, limit, groups)
-            import numpy as np  # only here: a lexical search in a fresh process loads none
-
-            within = np.asarray(seqs, dtype=np.int64)
         scored = await self._held_scores(keys, token, limit, groups, within)
         if scored is None:
             return [], 0
         return await self._inner.top(scored, limit), scored.count
+
+    async def _narrow(
+        self, keys: Sequence[int], groups: Sequence[Group], token: Token, filters: SearchFilters
+    ) -> np.ndarray[Any, Any] | None:
+        """The seqs of the chunks a narrow filter passes (one with a directory: a file, a
+        small folder), when every term of the search is held and of the generation those
+        seqs were read in; None otherwise (the filtered read answers: no term is read here
+        for one search's filter, nor scored from another generation than its chunks')."""
+        if filters.directory is None:
+            return None
+        wanted = set(read_keys(keys, groups) if groups else keys)
+        if len(self.postings.held(token, wanted)) < len(wanted):
+            return None
+        found = await self._inner.filter_seqs(filters, NARROW_FILTER)
+        state = self.postings.state
+        if found is None or state is None or (state.epoch, state.generation) != found[:2]:
+            return None
+        import numpy as np  # only here: a lexical search in a fresh process loads none
+
+        return np.asarray(found[2], dtype=np.int64)
 
     async def _held_scores(
         self,
