@@ -68,19 +68,23 @@ class RecordingStore:
         limit: int,
         stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
-        # A search with stem groups is another list, kept apart (``stemmed``: the lists of
-        # ``lexical`` are keyed by terms and filters alone, as the benches that rebuild them
-        # read them).
-        if stems:
-            lists, key = self.stemmed, (tuple(terms), filters, tuple(stems))
-        else:
-            lists, key = self.lexical, (tuple(terms), filters)
+        lists, key = self._lexical_list(terms, filters, stems)
         return await self._head(
             lists,
             key,
             lambda depth: self._store.lexical_search(terms, filters, depth, stems),
             limit,
         )
+
+    def _lexical_list(
+        self, terms: Sequence[str], filters: SearchFilters, stems: Sequence[StemGroup]
+    ) -> tuple[dict[Any, Any], tuple[Any, ...]]:
+        """The recorded lists a lexical search belongs to, and its key there: a search with
+        stem groups is another list, kept apart (``stemmed``: the lists of ``lexical`` are
+        keyed by terms and filters alone, as the benches that rebuild them read them)."""
+        if stems:
+            return self.stemmed, (tuple(terms), filters, tuple(stems))
+        return self.lexical, (tuple(terms), filters)
 
     async def definitions(
         self, names: Sequence[str], filters: SearchFilters, limit: int
@@ -113,8 +117,7 @@ class _Replay(RecordingStore):
         limit: int,
         stems: Sequence[StemGroup] = (),
     ) -> tuple[list[ScoredChunk], int]:
-        lists = self.stemmed if stems else self.lexical
-        key = (tuple(terms), filters, tuple(stems)) if stems else (tuple(terms), filters)
+        lists, key = self._lexical_list(terms, filters, stems)
         if key in lists or filters.directory is None:
             return await super().lexical_search(terms, filters, limit, stems)
         store = await _chunk_store(self._data)

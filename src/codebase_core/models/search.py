@@ -191,6 +191,10 @@ class ScoredChunk:
     def of(cls, chunk: Chunk, score: float) -> ScoredChunk:
         return cls(chunk, score)
 
+    def store_order(self) -> tuple[float, str, int]:
+        """A store's order of its lists: the best first, ties by path and line."""
+        return -self.score, self.chunk.file_path, self.chunk.start_line
+
 
 @dataclass(frozen=True, slots=True)
 class StemGroup:

@@ -96,9 +96,7 @@ class PathFiles:
         ]
         if not extra:
             return hits
-        return sorted(
-            [*hits, *extra], key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line)
-        )
+        return sorted([*hits, *extra], key=ScoredChunk.store_order)
 
     async def _index(self, repo: Repository) -> PathIndex:
         key: _Key = (repo.indexed_at, repo.file_count, repo.chunk_count)

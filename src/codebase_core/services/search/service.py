@@ -355,7 +355,7 @@ class SearchService:
             found.extend(hits)
             total += n
         # One repository's BM25 scores compare with another's: the statistics are the store's.
-        found.sort(key=lambda s: (-s.score, s.chunk.file_path, s.chunk.start_line))
+        found.sort(key=ScoredChunk.store_order)
         return found[:depth], total
 
     async def _sparse(
