@@ -14,6 +14,7 @@ the store's in-process caches emptied first (every pass asks the same questions;
 search (which goes first alternates), so both see the same caches and the same hour.
 
     python -m bench.search_latency [--files 16000 | --source DIR] [--unranked] [--warm]
+        [--limit 10]
         [--baseline '{"hollow_prior": 1.0}'] [--baseline-stem-weight 0]
         [--out bench/results/x.json]
 """
@@ -171,7 +172,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         if drop_caches is not None and not args.warm:
                             drop_caches()
                         for i, q in enumerate(qs):
-                            query = SearchQuery.build(q, mode=mode, limit=10, directory=flt)
+                            query = SearchQuery.build(q, mode=mode, limit=args.limit, directory=flt)
                             # Ranked and unranked answer each query back to back, first by
                             # turns: run one after the other, the second met the caches the
                             # first had warmed, and a slower hour of the machine.
@@ -223,6 +224,7 @@ def main() -> None:
         "--directory", action="append", help="directory filter, repeatable (default: busiest)"
     )
     p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--limit", type=int, default=10, help="answers asked of each search")
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument(
         "--warm",

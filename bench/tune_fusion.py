@@ -74,9 +74,8 @@ def variants() -> dict[str, FusionConfig]:
                     method="rrf",
                     rrf_k=k,
                     lexical_weight=wl,
-                    candidate_multiplier=mult,
+                    candidates=min(MAX_DEPTH, 10 * mult),
                     min_candidates=min(MAX_DEPTH, 10 * mult),
-                    max_candidates=MAX_DEPTH,
                 )
     for norm in ("none", "minmax"):
         for wl in (1.0, 0.7, 0.5, 0.4, 0.3, 0.2, 0.1):
@@ -85,9 +84,8 @@ def variants() -> dict[str, FusionConfig]:
                     method="linear",
                     normalisation=norm,
                     lexical_weight=wl,
-                    candidate_multiplier=mult,
+                    candidates=min(MAX_DEPTH, 10 * mult),
                     min_candidates=min(MAX_DEPTH, 10 * mult),
-                    max_candidates=MAX_DEPTH,
                 )
     return out
 

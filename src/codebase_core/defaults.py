@@ -92,11 +92,14 @@ FUSION_BEST_SHARE: Final = 0.0
 # cross-validated by repository (issue 36, round nine: bench/README.md); hybrid mode asks
 # for none (its lexical list is fused with the semantic one, which finds other forms).
 LEXICAL_STEM_WEIGHT: Final = 1.25
-# Candidates each list contributes: a multiple of the requested limit, within bounds (100 for
-# the default limit of 10; the ceiling bounds the cost of a large limit).
-SEARCH_CANDIDATE_MULTIPLIER: Final = 10
-SEARCH_MIN_CANDIDATES: Final = 50
-SEARCH_MAX_CANDIDATES: Final = 200
+# Candidates each list contributes, whatever the limit (at least the limit). The ranking reads
+# the whole pool (min-max spans, file coherence, abstention), so a pool that grew with the
+# limit reordered the first answers: a larger limit must only add answers after them. 100 is
+# the pool every ranking figure was tuned at (the default limit's; bench/README.md "Round
+# twelve"), where 50 and 200 both score lower.
+SEARCH_CANDIDATES: Final = 100
+# A semantic list of fewer candidates never abstains (core.fusion.abstains).
+FUSION_ABSTAIN_MIN_CANDIDATES: Final = 50
 
 # --- ANN indexes (adapters.postgres.AnnConfig; its docstring explains each) ---------------
 

@@ -72,15 +72,13 @@ class FusionConfig(BaseModel):
     semantic_abstain_spread: float = Field(
         default=defaults.FUSION_SEMANTIC_ABSTAIN_SPREAD, ge=0.0, le=1.0
     )
-    # How many candidates each list contributes: a multiple of the requested limit, within
-    # bounds (the ceiling bounds the cost of a large limit).
-    candidate_multiplier: int = Field(default=defaults.SEARCH_CANDIDATE_MULTIPLIER, ge=1)
-    min_candidates: int = Field(default=defaults.SEARCH_MIN_CANDIDATES, ge=1)
-    max_candidates: int = Field(default=defaults.SEARCH_MAX_CANDIDATES, ge=1)
+    min_candidates: int = Field(default=defaults.FUSION_ABSTAIN_MIN_CANDIDATES, ge=1)
+    # How many candidates each list contributes, the same for every limit up to it: the
+    # first answers of a search are then those of the same search with a smaller limit.
+    candidates: int = Field(default=defaults.SEARCH_CANDIDATES, ge=1)
 
     def depth(self, limit: int) -> int:
-        wanted = max(self.min_candidates, limit * self.candidate_multiplier)
-        return max(limit, min(self.max_candidates, wanted))
+        return max(limit, self.candidates)
 
 
 def _minmax(scores: dict[str, float], min_spread: float = 0.0) -> dict[str, float]:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from codebase_mcp_search.core.defaults import MAX_SEARCH_LIMIT
 from codebase_mcp_search.core.fusion import FusionConfig, fuse
 from codebase_mcp_search.core.models import Chunk, ScoredChunk
 
@@ -103,10 +104,10 @@ def test_ties_break_by_path() -> None:
     assert [f.chunk.id for f in fused] == ["c3", "c5"]
 
 
-def test_candidate_depth_is_bounded() -> None:
+def test_candidate_depth_is_the_same_for_every_limit() -> None:
     cfg = FusionConfig()
-    assert (cfg.depth(1), cfg.depth(10), cfg.depth(50)) == (50, 100, 200)
-    assert FusionConfig(max_candidates=20).depth(30) == 30  # never fewer than the limit
+    assert {cfg.depth(limit) for limit in range(1, MAX_SEARCH_LIMIT + 1)} == {cfg.candidates}
+    assert FusionConfig(candidates=20).depth(30) == 30  # never fewer than the limit
 
 
 def test_a_flat_semantic_list_weighs_less_than_a_spread_one() -> None:

@@ -42,7 +42,7 @@ QUESTION = "color definitions and terminal color support"
 THEMES = {f"themes/t{i}.py": "TEXT = 'terminal support definition color'\n" for i in range(10)}
 COLORS = "\n".join(f"ESCAPE_{i} = '\\033[{i}m'" for i in range(150)) + "\n# one color each\n"
 # A list of five candidates (the fusion's depth), so the ten fill it.
-NARROW = FusionConfig(min_candidates=5, candidate_multiplier=1)
+NARROW = FusionConfig(min_candidates=5, candidates=5)
 
 WORDS = ["color", "colors", "json", "parser", "parse", "util", "lib", "src", "theme", "term"]
 paths_of = st.lists(

@@ -142,11 +142,12 @@ class SearchService:
         ranking = self._ranking
         profile = analyse_query(query.text)
         fusion = self._fusion_for(profile)
-        # Candidates per retrieval: fusion and the ranking stack need depth; one list alone,
-        # unranked, needs only slack for the near-duplicates that collapsing drops.
+        # Candidates per retrieval: fusion and the ranking stack need depth, the same for any
+        # limit (``FusionConfig.candidates``); one list alone, unranked, needs only slack for
+        # the near-duplicates that collapsing drops.
         depth = query.limit * 3
         if mode is not SearchMode.LEXICAL or ranking.enabled:
-            depth = max(fusion.depth(query.limit), depth)
+            depth = fusion.depth(query.limit)
         dense: _Dense | None = None
         asked = False  # hybrid: whether the lexical list was asked for beside the vectors
         lexical_hits: list[ScoredChunk] = []
