@@ -56,8 +56,9 @@ async def test_a_killed_worker_s_batch_is_chunked_in_this_process() -> None:
         for process in list(run._pool._processes.values()):
             assert process.pid is not None
             # Once one worker is killed, the executor may end the others before us.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
+            if process.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
             process.join()
         assert await run.chunk("r1", _texts()) == expected
     finally:

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codebase_mcp_search.adapters.memory import InMemoryChunkStore
+from codebase_mcp_search.core.fusion import FusionConfig
 from codebase_mcp_search.core.models import Chunk, ScoredChunk
 from codebase_mcp_search.core.ranking import RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.ranking.hollow import is_hollow, named_by
 from codebase_mcp_search.core.ranking.paths import normalise_name
-from codebase_mcp_search.core.services import SearchService
+from codebase_mcp_search.core.services.search.candidates import fusion_for
 
 
 def chunk(
@@ -223,7 +223,7 @@ def test_hollow_chunks_the_query_names_are_not_moved(
 def test_a_question_naming_code_fuses_with_its_own_lexical_weight(
     query: str, lexical_weight: float
 ) -> None:
-    service = SearchService(
-        InMemoryChunkStore(), None, ranking=RankingConfig(named_lexical_weight=2.0)
+    ranking = RankingConfig(named_lexical_weight=2.0)
+    assert fusion_for(FusionConfig(), ranking, analyse_query(query)).lexical_weight == (
+        lexical_weight
     )
-    assert service._fusion_for(analyse_query(query)).lexical_weight == lexical_weight

@@ -61,6 +61,21 @@ def collapse(ranked: Sequence[ScoredChunk], limit: int) -> list[tuple[ScoredChun
     return kept
 
 
+def extended(first: Sequence[ScoredChunk], deeper: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    """``first``, then the chunks of ``deeper`` it lacks, each scored at most ``first``'s
+    lowest so the list stays in score order. Text identical to a chunk of ``first`` is left
+    out: it would only add a location to a hit that a smaller limit shows without it."""
+    ids = {s.chunk.id for s in first}
+    texts = {s.chunk.content_hash for s in first}
+    floor = min((s.score for s in first), default=1.0)
+    rest = [
+        ScoredChunk(s.chunk, min(s.score, floor))
+        for s in deeper
+        if s.chunk.id not in ids and s.chunk.content_hash not in texts
+    ]
+    return [*first, *rest]
+
+
 async def build_hits(
     store: SearchStore,
     source: SourceTree | None,

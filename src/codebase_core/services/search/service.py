@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 
 from codebase_mcp_search.core import defaults, lexical, stems
 from codebase_mcp_search.core.errors import ValidationFailed
@@ -71,7 +70,8 @@ from codebase_mcp_search.core.models import (
 from codebase_mcp_search.core.ports import Embedder, SearchStore, SourceTree
 from codebase_mcp_search.core.ranking import QueryProfile, RankingConfig, analyse_query, rerank
 from codebase_mcp_search.core.services.concurrency import together
-from codebase_mcp_search.core.services.hits import build_hits, collapse
+from codebase_mcp_search.core.services.hits import build_hits, collapse, extended
+from codebase_mcp_search.core.services.search.candidates import Dense, Pool, fusion_for
 from codebase_mcp_search.core.services.search.path_files import PathFiles
 from codebase_mcp_search.core.services.search.scope import (
     EmbedderProvider,
@@ -84,19 +84,6 @@ from codebase_mcp_search.core.services.search.scope import (
 
 # Chunks defining a queried name that the lookup adds to the candidates, at most.
 DEFINITIONS_LOOKED_UP = 20
-
-
-@dataclass(slots=True)
-class _Dense:
-    """The semantic half of a search, and what it ranked lexically instead."""
-
-    hits: list[ScoredChunk]
-    total: int
-    repositories: dict[str, Repository]
-    """The repositories listed for the search, by id (for its hits' stale check)."""
-    extra: list[ScoredChunk] = field(default_factory=list)
-    """Semantic mode: lexical hits of the chunks without a vector."""
-    extra_total: int = 0
 
 
 class SearchService:
@@ -139,16 +126,46 @@ class SearchService:
         query = await located(self._store, query)
         # No mode asked: hybrid, which answers lexically where there are no vectors to compare.
         mode = query.mode or SearchMode.HYBRID
-        ranking = self._ranking
         profile = analyse_query(query.text)
-        fusion = self._fusion_for(profile)
-        # Candidates per retrieval: fusion and the ranking stack need depth, the same for any
-        # limit (``FusionConfig.candidates``); one list alone, unranked, needs only slack for
-        # the near-duplicates that collapsing drops.
-        depth = query.limit * 3
-        if mode is not SearchMode.LEXICAL or ranking.enabled:
-            depth = fusion.depth(query.limit)
-        dense: _Dense | None = None
+        fusion = fusion_for(self._fusion, self._ranking, profile)
+        # Candidates per retrieval: the same for any limit (``FusionConfig.candidates``), so a
+        # larger limit only adds answers after the first ones.
+        depth = fusion.depth(query.limit)
+        pool = await self._ranked(query, mode, profile, fusion, depth)
+        kept = collapse(pool.ranked, query.limit)
+        if len(kept) < query.limit and pool.total > depth:
+            # Near-duplicates collapsed the pool below the limit, and the lists hold more: the
+            # answers of a deeper pool follow the first ones, which they never reorder.
+            deeper = await self._ranked(query, mode, profile, fusion, 2 * depth)
+            kept = collapse(extended(pool.ranked, deeper.ranked), query.limit)
+        scope = pool.scope
+        hits = await build_hits(self._store, self._source, kept, scope.by_id())
+        return SearchResult(
+            query=query.text,
+            mode=pool.mode,
+            hits=hits,
+            total_count=pool.total,
+            latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
+            lexical_only_repositories=(
+                sorted(r.name for r in scope.lexical_only) if pool.dense else []
+            ),
+            # A lexical search asked for compares no vectors: how many exist is no news to it.
+            semantic_coverage=scope.coverage() if query.mode is not SearchMode.LEXICAL else [],
+            indexing_repositories=scope.indexing(),
+            repositories_searched=len(scope.listed),
+        )
+
+    async def _ranked(
+        self,
+        query: SearchQuery,
+        mode: SearchMode,
+        profile: QueryProfile,
+        fusion: FusionConfig,
+        depth: int,
+    ) -> Pool:
+        """The candidates of ``depth`` per retrieval, ranked, with what the result says."""
+        ranking = self._ranking
+        dense: Dense | None = None
         asked = False  # hybrid: whether the lexical list was asked for beside the vectors
         lexical_hits: list[ScoredChunk] = []
         lex_total = 0
@@ -223,45 +240,11 @@ class SearchService:
                     profile.names, query.filters, DEFINITIONS_LOOKED_UP
                 )
             ranked = rerank(ranked, profile, ranking, found)
-        hits = await build_hits(
-            self._store, self._source, collapse(ranked, query.limit), scope.by_id()
-        )
-        return SearchResult(
-            query=query.text,
-            mode=mode,
-            hits=hits,
-            total_count=total,
-            latency_ms=round((time.perf_counter() - started) * 1000.0, 2),
-            lexical_only_repositories=(sorted(r.name for r in scope.lexical_only) if dense else []),
-            # A lexical search asked for compares no vectors: how many exist is no news to it.
-            semantic_coverage=scope.coverage() if query.mode is not SearchMode.LEXICAL else [],
-            indexing_repositories=scope.indexing(),
-            repositories_searched=len(scope.listed),
-        )
-
-    def _fusion_for(self, profile: QueryProfile) -> FusionConfig:
-        """The fusion weights for this kind of query."""
-        r = self._ranking
-        if (
-            r.enabled
-            and r.query_type_weights
-            and not profile.is_symbol
-            and profile.names
-            and r.named_lexical_weight is not None
-        ):
-            return self._fusion.model_copy(update={"lexical_weight": r.named_lexical_weight})
-        if not (r.enabled and r.query_type_weights and profile.is_symbol):
-            return self._fusion
-        return self._fusion.model_copy(
-            update={
-                "semantic_weight": r.symbol_semantic_weight,
-                "lexical_weight": r.symbol_lexical_weight,
-            }
-        )
+        return Pool(ranked, mode, total, scope, dense is not None)
 
     async def _dense(
         self, query: SearchQuery, mode: SearchMode, depth: int, known: Scope | None = None
-    ) -> tuple[Scope, _Dense | None]:
+    ) -> tuple[Scope, Dense | None]:
         """The scope (``known``, or listed), and the semantic half or None when there is
         none: no embedder, or (hybrid) no vectors in the repositories searched."""
         lazy = self._embedder
@@ -289,7 +272,7 @@ class SearchService:
             if scope.vectored:
                 raw, total = await self._vectors(query, embedder, depth)
             extra, extra_total = await self._unvectored_hits(query, mode, depth, scope)
-        return scope, _Dense(
+        return scope, Dense(
             hits=[ScoredChunk.of(s.chunk, min(1.0, max(0.0, (1.0 + s.score) / 2.0))) for s in raw],
             total=total,
             repositories=scope.by_id(),
