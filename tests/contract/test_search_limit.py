@@ -1,6 +1,7 @@
 """The limit property (``tests/unit/test_search_limit.py``) on every chunk store: the first
 answers of a search are those of the same search with a smaller limit, in every mode, over a
-tree and over three identical copies of it (whose collapsed pool the deeper one fills)."""
+tree and over three identical copies of it (whose collapsed pool the deeper one fills; which
+copy is the hit and which its other locations is the same whatever the store's caches hold)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,10 @@ from tests.unit.indexing_doubles import CHUNKER, ROOT, TOKENS
 from tests.unit.test_search_limit import _files
 
 
-def _shown(hit: SearchHit) -> tuple[object, ...]:
-    """A hit as the same answer: its text, score and every place it is found. Postgres
-    compares vectors in SQL until it holds them in the process, where a cosine differs in its
-    last digits, and it breaks a tie between one text's copies in several repositories
-    (which becomes the hit, which its other locations) in either path's order: a cache's
-    state, not the limit."""
-    places = sorted(
-        [(hit.repository_id, hit.file_path, hit.start_line, hit.end_line)]
-        + [(o.repository_id, o.file_path, o.start_line, o.end_line) for o in hit.other_locations]
-    )
-    return (hit.content, round(hit.similarity_score, 6), places)
+def _shown(hit: SearchHit) -> SearchHit:
+    # Postgres compares vectors in SQL until it holds them in the process, where a cosine
+    # differs in its last digits: a cache's state, not the limit.
+    return hit.model_copy(update={"similarity_score": round(hit.similarity_score, 6)})
 
 
 QUERIES = ["load path", "parse", "cache user token", "send mail config"]

@@ -68,6 +68,6 @@ def unit(vector: Sequence[float] | Matrix) -> Matrix:
 
 
 def top(scored: list[tuple[Chunk, float]], limit: int) -> list[ScoredChunk]:
-    """The best ``limit``, ties by path and line."""
-    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
+    """The best ``limit``, ties by path, line and repository."""
+    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line, cs[0].repository_id))
     return [ScoredChunk.of(c, s) for c, s in scored[:limit]]

@@ -191,9 +191,9 @@ class ScoredChunk:
     def of(cls, chunk: Chunk, score: float) -> ScoredChunk:
         return cls(chunk, score)
 
-    def store_order(self) -> tuple[float, str, int]:
-        """A store's order of its lists: the best first, ties by path and line."""
-        return -self.score, self.chunk.file_path, self.chunk.start_line
+    def store_order(self) -> tuple[float, str, int, str]:
+        """A store's order of its lists: the best first, ties by path, line and repository."""
+        return -self.score, self.chunk.file_path, self.chunk.start_line, self.chunk.repository_id
 
 
 @dataclass(frozen=True, slots=True)

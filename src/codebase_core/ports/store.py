@@ -165,12 +165,14 @@ class ChunkRetrieval(Protocol):
 
     Contract:
     - ``vector_search`` ranks chunks that have vectors by cosine similarity (score in [-1, 1]),
-      descending, ties by (file_path, start_line); it returns the top ``limit`` passing
-      ``filters`` and the count of all chunks with vectors that pass them.
+      descending, ties by (file_path, start_line, repository_id), whatever the store holds
+      in memory; it returns the top ``limit`` passing ``filters`` and the count of all chunks
+      with vectors that pass them.
     - ``lexical_search`` ranks by BM25 (``core.lexical``: same analyser, k1 and b; document
       statistics over every chunk in the store) the chunks containing at least one of
       ``terms`` or of a ``stems`` group's; it returns the top ``limit`` passing ``filters``
-      (ties as above) and the count of all chunks passing the filters that contain one.
+      (ties by (file_path, start_line), then in an order the store keeps at every call) and
+      the count of all chunks passing the filters that contain one.
       Without ``stems`` it is the search it was before groups existed, exactly.
     """
 

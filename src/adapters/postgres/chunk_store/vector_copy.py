@@ -65,7 +65,7 @@ _ROW_BYTES = 16
 @dataclass(frozen=True, slots=True)
 class Copy:
     """The project's vectors at ``generation``: by chunk seq (ascending), as unit rows (a
-    zero vector stays zero), with each chunk's rank by path and line for ties."""
+    zero vector stays zero), with each chunk's rank by path, line and repository for ties."""
 
     generation: int
     epoch: int  # the schema's (see chunk_cache)
@@ -82,8 +82,8 @@ class Copy:
         return _COPY_OVERHEAD + self.seqs.nbytes + self.unit.nbytes + self.ranks.nbytes
 
     def top(self, query: np.ndarray[Any, Any], limit: int) -> tuple[list[int], list[float]]:
-        """The seqs of the ``limit`` rows most similar to ``query`` (ties by path and line),
-        with their cosine similarities."""
+        """The seqs of the ``limit`` rows most similar to ``query`` (ties by path, line and
+        repository), with their cosine similarities."""
         import numpy as np
 
         norm = float(np.linalg.norm(query))
@@ -103,8 +103,8 @@ class Copy:
         return self.seqs[order].tolist(), scores[order].astype(np.float64).tolist()
 
 
-# The project's generation, dimension and every vector (seqs, ranks by path and line and
-# values, each concatenated in binary form in seq order), in one snapshot.
+# The project's generation, dimension and every vector (seqs, ranks by path, line and
+# repository, and values, each concatenated in binary form in seq order), in one snapshot.
 READ_COPY = Statement(
     """
     SELECT st.generation, st.tableoid AS epoch, st.n_vectors,
@@ -116,7 +116,7 @@ READ_COPY = Statement(
                string_agg(vector_send(x.embedding), ''::bytea ORDER BY x.seq) AS vectors
         FROM (
             SELECT c.seq, c.embedding,
-                   rank() OVER (ORDER BY c.file_path, c.start_line) AS rank
+                   rank() OVER (ORDER BY c.file_path, c.start_line, c.repo_id) AS rank
             FROM {s}.chunks c WHERE c.embedding IS NOT NULL
         ) x
     ) v

@@ -51,21 +51,21 @@ CUSTOM_PLANS: Final = "SET LOCAL plan_cache_mode = force_custom_plan"
 ZERO_QUERY = Statement(
     """SELECT {chunk}, 0.0::float8 AS score FROM {s}.chunks c
        WHERE c.embedding IS NOT NULL AND {filter}
-       ORDER BY c.file_path, c.start_line LIMIT $1""",
+       ORDER BY c.file_path, c.start_line, c.repo_id LIMIT $1""",
     chunk=SELECT_CHUNK,
 )
 # The exact top {limit} by cosine distance to $1 of the chunks (alias ``c``) passing {where},
-# ``SELECT_CHUNK`` and ``score``, ties by path and line. The distances are sorted with the
-# row's key alone and the chosen rows read after: sorting whole rows copied every chunk's text
-# into the sort.
+# ``SELECT_CHUNK`` and ``score``, ties by path, line and repository. The distances are sorted
+# with the row's key alone and the chosen rows read after: sorting whole rows copied every
+# chunk's text into the sort.
 _EXACT = """
     SELECT {chunk}, 1 - t.d AS score
     FROM (
-        SELECT c.seq, c.embedding <=> $1 AS d, c.file_path, c.start_line
+        SELECT c.seq, c.embedding <=> $1 AS d, c.file_path, c.start_line, c.repo_id
         FROM {s}.chunks c WHERE {where}
-        ORDER BY 2, 3, 4 LIMIT {limit}
+        ORDER BY 2, 3, 4, 5 LIMIT {limit}
     ) t JOIN {s}.chunks c ON c.seq = t.seq
-    ORDER BY t.d, t.file_path, t.start_line
+    ORDER BY t.d, t.file_path, t.start_line, t.repo_id
 """
 EXACT = Statement(_EXACT, chunk=SELECT_CHUNK, where="c.embedding IS NOT NULL AND {filter}")
 # ``EXACT`` unfiltered in one statement, with the plan's inputs: the top $3 of the vectors
@@ -110,13 +110,13 @@ SCAN_SEQS = Statement(_BRANCH, where=_SEQS, order=_SCAN)
 TAIL = Statement(_BRANCH, where=_TAIL, order=_WALK)
 TAIL_FILTERED = Statement(_BRANCH, where=_TAIL + " AND {filter}", order=_WALK)
 TAIL_SEQS = Statement(_BRANCH, where=_SEQS, order=_WALK)
-# The top {limit} of the branches, with their chunks, ties by path and line.
+# The top {limit} of the branches, with their chunks, ties by path, line and repository.
 ANN_TOP = Statement(
     """
     WITH top AS (SELECT * FROM ({branches}) u ORDER BY d LIMIT {limit})
     SELECT {chunk}, 1 - top.d AS score
     FROM top JOIN {s}.chunks c ON c.seq = top.seq
-    ORDER BY top.d, c.file_path, c.start_line
+    ORDER BY top.d, c.file_path, c.start_line, c.repo_id
     """,
     chunk=SELECT_CHUNK,
 )
