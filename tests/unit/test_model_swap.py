@@ -8,22 +8,8 @@ from __future__ import annotations
 import numpy as np
 from bench import context_text, model_swap
 
-from codebase_mcp_search.core.models import Chunk, ScoredChunk, SearchFilters
-
-
-def chunk(path: str, text: str) -> Chunk:
-    return Chunk(
-        id=path,
-        repository_id="r",
-        file_path=path,
-        language=None,
-        symbol=None,
-        start_line=1,
-        end_line=1,
-        content=text,
-        content_hash=f"h-{path}",
-        token_count=1,
-    )
+from codebase_mcp_search.core.models import ScoredChunk, SearchFilters
+from tests.factories import text_chunk
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -31,7 +17,7 @@ def unit(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-CHUNKS = [chunk("a.py", "a"), chunk("b.py", "b"), chunk("src/c.py", "c"), chunk("src/d.py", "d")]
+CHUNKS = [text_chunk(p, p) for p in ("a.py", "b.py", "src/c.py", "src/d.py")]
 WEIGHTS = (0.0, 0.5, 1.0, 2.0)
 # The recorded model puts a first, then b, c, d; the other model reverses it.
 RECORDED = {
