@@ -69,5 +69,5 @@ def unit(vector: Sequence[float] | Matrix) -> Matrix:
 
 def top(scored: list[tuple[Chunk, float]], limit: int) -> list[ScoredChunk]:
     """The best ``limit``, ties by path, line and repository."""
-    scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line, cs[0].repository_id))
+    scored.sort(key=lambda cs: ScoredChunk.order_of(*cs))
     return [ScoredChunk.of(c, s) for c, s in scored[:limit]]

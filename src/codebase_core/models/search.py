@@ -193,7 +193,12 @@ class ScoredChunk:
 
     def store_order(self) -> tuple[float, str, int, str]:
         """A store's order of its lists: the best first, ties by path, line and repository."""
-        return -self.score, self.chunk.file_path, self.chunk.start_line, self.chunk.repository_id
+        return ScoredChunk.order_of(self.chunk, self.score)
+
+    @staticmethod
+    def order_of(chunk: Chunk, score: float) -> tuple[float, str, int, str]:
+        """``store_order`` of ``chunk`` at ``score``, without building the pair."""
+        return -score, chunk.file_path, chunk.start_line, chunk.repository_id
 
 
 @dataclass(frozen=True, slots=True)
